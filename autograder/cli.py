@@ -1,0 +1,161 @@
+"""`python -m autograder`: a thin command line over the keyword-only functions of the package."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from autograder import invariants, report, stubs
+from autograder.errors import GraderError
+from autograder.grade import grade_assignment, test_files
+from autograder.repo import Course, find_root
+from autograder.results import AssignmentResult
+
+console = Console(stderr=False)
+SANDBOXES = click.Choice(["auto", "bwrap", "none", "docker"])
+
+
+def _course(root: str | None) -> Course:
+    return Course(Path(root).resolve() if root else find_root())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--root", default=None, help="course root (default: found from the current directory)")
+@click.pass_context
+def cli(ctx: click.Context, root: str | None) -> None:
+    """Grade the course's assignments and keep the course tree consistent."""
+    ctx.obj = _course(root)
+
+
+@cli.command("list")
+@click.pass_obj
+def list_cmd(course: Course) -> None:
+    """List the assignments with their stage, title and test files."""
+    for aid in course.ids():
+        spec = course.spec(aid)
+        files = test_files(course, aid)
+        console.print(f"[bold]{aid}[/]  stage {spec.stage}  {spec.title}  ({len(files)} test files)")
+
+
+@cli.command()
+@click.argument("ids", nargs=-1)
+@click.option("--solution", is_flag=True, help="grade the reference solution instead of assignments/")
+@click.option("--submission", type=click.Path(exists=True, file_okay=False), help="grade this folder instead")
+@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@click.option("--hardware", default=None, help="hardware tag for perf bars (default: detected)")
+@click.option("--jobs", type=int, default=None, help="test files graded in parallel (default: CPU count on CPU)")
+@click.option("--json", "json_path", type=click.Path(), default=None, help="write Gradescope results.json here")
+@click.option("--junit", type=click.Path(), default=None, help="write JUnit XML here")
+@click.option("--markdown", type=click.Path(), default=None, help="write a Markdown summary here")
+@click.option("--strict", is_flag=True, help="exit 1 unless every graded test passed")
+@click.option("-v", "--verbose", is_flag=True, help="print the output of failing public tests")
+@click.pass_obj
+def grade(course: Course, ids: tuple[str, ...], solution: bool, submission: str | None, sandbox: str,
+          hardware: str | None, jobs: int | None, json_path: str | None, junit: str | None,
+          markdown: str | None, strict: bool, verbose: bool) -> None:
+    """Grade assignments (all present when no id is given)."""
+    targets = list(ids) or course.ids()
+    if submission and len(targets) != 1:
+        raise GraderError("--submission grades one assignment: name its id")
+    results: list[AssignmentResult] = []
+    error = None
+    try:
+        for aid in targets:
+            results.append(_grade_one(course, aid, solution, submission, sandbox, hardware, jobs, verbose))
+    except GraderError as e:
+        error = str(e)
+        raise
+    finally:
+        if json_path:
+            report.write_json(Path(json_path), results, error=error)
+        if junit:
+            report.write_junit(Path(junit), results)
+        if markdown:
+            Path(markdown).write_text(report.markdown(results))
+    if len(results) > 1:
+        console.rule("summary")
+        for r in results:
+            console.print(report.summary_line(r))
+    if strict and any(t.graded and t.status != "passed" for r in results for t in r.tests):
+        sys.exit(1)
+
+
+def _grade_one(course: Course, aid: str, solution: bool, submission: str | None, sandbox: str,
+               hardware: str | None, jobs: int | None, verbose: bool) -> AssignmentResult:
+    files = test_files(course, aid)
+    columns = (TextColumn(f"grading {aid}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+               TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("", total=len(files))
+        result = grade_assignment(
+            course=course, assignment_id=aid, solution=solution,
+            submission=Path(submission) if submission else None, sandbox=sandbox, hardware=hardware,
+            jobs=jobs, progress=lambda f: bar.update(task, advance=1, description=f),
+        )
+    report.print_result(result, console, verbose=verbose)
+    return result
+
+
+@cli.command("stubs")
+@click.option("--check", is_flag=True, help="only report whether assignments/ is up to date")
+@click.pass_obj
+def stubs_cmd(course: Course, check: bool) -> None:
+    """Regenerate assignments/ from solutions/ (or check that it is current)."""
+    if not course.has_solutions:
+        raise GraderError("no solutions/ in this checkout: stubs are generated from the instructor tree")
+    if check:
+        stale = {aid: stubs.stale_paths(course, aid) for aid in course.ids()}
+        stale = {k: v for k, v in stale.items() if v}
+        for aid, problems in stale.items():
+            console.print(f"[red]{aid}[/]: " + ", ".join(problems[:8]))
+        if stale:
+            raise GraderError("assignments/ is out of date: run `make assignments`")
+        console.print("assignments/ is up to date")
+        return
+    for aid, count in stubs.write_all(course).items():
+        console.print(f"{aid}: {count} files written")
+
+
+@cli.command()
+@click.option("--quick", is_flag=True, help="skip the invariants that need grading")
+@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@click.argument("ids", nargs=-1)
+@click.pass_obj
+def check(course: Course, quick: bool, sandbox: str, ids: tuple[str, ...]) -> None:
+    """Check the course invariants (reference earns all, stub earns none, stubs in sync, no leaks)."""
+    failures = invariants.check_all(course=course, ids=list(ids) or None, grade=not quick, sandbox=sandbox,
+                                    say=console.print)
+    if failures:
+        raise GraderError(f"{len(failures)} invariant(s) broken: " + "; ".join(failures))
+    console.print("[green]all course invariants hold[/]")
+
+
+@cli.command()
+@click.argument("aid")
+@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@click.pass_obj
+def mutants(course: Course, aid: str, sandbox: str) -> None:
+    """Grade every broken variant in mutants.toml; each must lose points."""
+    from autograder.mutants import grade_mutants
+
+    outcomes = grade_mutants(course=course, assignment_id=aid, sandbox=sandbox, say=console.print)
+    survivors = [o.name for o in outcomes if not o.caught]
+    if survivors:
+        raise GraderError(f"mutants that lost no points: {', '.join(survivors)}")
+
+
+def main() -> None:
+    try:
+        cli(standalone_mode=False)
+    except GraderError as e:
+        console.print(f"[red]error:[/] {e}", markup=True, highlight=False)
+        sys.exit(2)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)

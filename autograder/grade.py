@@ -1,0 +1,160 @@
+"""Grade one assignment: stage -> sandbox -> collect -> score, one sandboxed pytest per test file."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from autograder.collect import collect_expected, read_reported, reconcile, unexpected
+from autograder.errors import GraderError
+from autograder.hardware import hardware_tag
+from autograder.repo import Course
+from autograder.results import AssignmentResult, ExpectedTest, TestResult
+from autograder.sandbox import Backend, RunRequest, select_backend
+from autograder.sandbox.base import sandbox_uid
+from autograder.sandbox.docker import DOCKER_UID
+from autograder.score import score_all
+from autograder.spec import AssignmentSpec
+from autograder.stage import cleanup, give_to, new_root, stage, student_package
+from autograder.stubs import render_package
+
+GRADER_ROOT = Path(__file__).resolve().parent.parent
+RESULTS_FILE = ".results.jsonl"
+Progress = Callable[[str], None]
+
+
+def _base_env(workdir: Path, threads: int) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(workdir / "home"), "TMPDIR": str(workdir / "tmp"),
+        "PYTHONPATH": os.pathsep.join([str(workdir), str(GRADER_ROOT)]),
+        "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "PYTHONUNBUFFERED": "1",
+        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACKEND": "Agg",
+        "TRITON_CACHE_DIR": str(workdir / "tmp" / "triton"), "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+    }
+    for passthrough in ("CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET", "AUTOGRADER_HARDWARE", "LANG", "LC_ALL"):
+        if passthrough in os.environ:
+            env[passthrough] = os.environ[passthrough]
+    return env
+
+
+def _exposed(course: Course) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """(hidden trees, read-only exposures): hide the course repo, keep the grader, venv and data."""
+    repo = GRADER_ROOT
+    expose = [repo / "autograder", repo / "datasets", repo / "coursedata"]
+    prefix = Path(sys.prefix).resolve()
+    if repo in prefix.parents:
+        expose.append(prefix)
+    hide = [repo] + ([course.root] if course.root != repo and course.root not in repo.parents else [])
+    return tuple(hide), tuple(expose)
+
+
+def _run_file(*, backend: Backend, spec: AssignmentSpec, course: Course, root: Path, index: int,
+              master_dir: Path, package: dict[Path, bytes], test_file: str, expected: list[ExpectedTest],
+              hardware: str, threads: int) -> tuple[list[TestResult], list[str]]:
+    workdir = stage(root=root, name=f"run{index}", master_dir=master_dir, spec=spec, package_files=package,
+                    test_file=Path(test_file))
+    uid = DOCKER_UID if backend.name == "docker" and os.geteuid() == 0 else sandbox_uid()
+    give_to(workdir, uid)
+    key = secrets.token_bytes(32)
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, key)  # 32 bytes fit in any pipe buffer
+    os.close(write_fd)
+    env = _base_env(workdir, threads)
+    env["AUTOGRADER_HARDWARE"] = hardware
+    if backend.name == "docker":
+        env["AUTOGRADER_KEY"] = key.decode("latin-1")
+    argv = [sys.executable, "-m", "pytest", test_file, "-p", "autograder.plugin",
+            "--ag-results", str(workdir / RESULTS_FILE), "--ag-package", spec.package,
+            "--ag-forbid", ",".join(spec.limits.forbidden), "-p", "no:cacheprovider",
+            "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
+            f"--timeout={spec.limits.test_timeout_s:g}"]
+    if backend.name != "docker":
+        argv += ["--ag-key-fd", str(read_fd)]
+    hide, expose = _exposed(course)
+    request = RunRequest(argv=argv, workdir=workdir, env=env, wall_s=spec.limits.file_timeout_s,
+                         memory_mb=spec.limits.memory_mb, gpu=hardware != "cpu",
+                         pass_fds=(read_fd,), hide=hide, expose=expose, uid=uid)
+    try:
+        run = backend.run(request)
+    finally:
+        os.close(read_fd)
+    reported = read_reported(workdir / RESULTS_FILE, key)
+    notes = [f"{test_file}: unexpected result for {n} ignored" for n in unexpected(expected, reported)]
+    return reconcile(expected, reported, run), notes
+
+
+def grade_assignment(
+    *,
+    course: Course,
+    assignment_id: str,
+    solution: bool = False,
+    submission: Path | None = None,
+    sandbox: str = "auto",
+    hardware: str | None = None,
+    jobs: int | None = None,
+    only_files: list[str] | None = None,
+    progress: Progress | None = None,
+) -> AssignmentResult:
+    """Grade the student's copy (default), the reference (`solution`) or a `submission` folder."""
+    start = time.monotonic()
+    spec = course.spec(assignment_id)
+    master_dir = course.master_dir(assignment_id)
+    solution_dir = course.solution_dir(assignment_id)
+    if solution and solution_dir is None:
+        raise GraderError(f"--solution needs solutions/{assignment_id}, which this checkout does not have")
+    source_dir = submission or (solution_dir if solution else course.student_dir(assignment_id))
+    if not (source_dir / spec.package).is_dir():
+        raise GraderError(f"{source_dir}: no package folder {spec.package!r} to grade")
+    tag = hardware_tag(hardware)
+    backend = select_backend(sandbox)
+    base = render_package(solution_dir, spec.package, spec.task_prefix) if solution_dir else {}
+    trusted = _package_files(solution_dir or source_dir, spec)
+    package = student_package(source_dir, spec, base)
+    root = new_root()
+    try:
+        collect_dir = stage(root=root, name="collect", master_dir=master_dir, spec=spec,
+                            package_files=trusted, test_file=None)
+        expected = collect_expected(collect_dir, _base_env(collect_dir, 1), course.root / ".cache" / "autograder")
+        files = sorted({t.file for t in expected if only_files is None or t.file in only_files})
+        workers = jobs or (min(len(files), os.cpu_count() or 1) if tag == "cpu" else 1)
+        threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+        result = AssignmentResult(assignment_id, spec.title, tag, backend.name,
+                                  "solution" if solution else str(submission) if submission else "student",
+                                  hidden_available=(master_dir / "hidden").is_dir() and only_files is None)
+
+        def one(item: tuple[int, str]) -> tuple[list[TestResult], list[str]]:
+            index, test_file = item
+            out = _run_file(backend=backend, spec=spec, course=course, root=root, index=index,
+                            master_dir=master_dir, package=package, test_file=test_file,
+                            expected=[t for t in expected if t.file == test_file], hardware=tag, threads=threads)
+            if progress:
+                progress(test_file)
+            return out
+
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            for tests, notes in pool.map(one, enumerate(files)):
+                result.tests.extend(tests)
+                result.notes.extend(notes)
+    finally:
+        cleanup(root)
+    score_all(result.tests, spec, tag)
+    result.wall_s = time.monotonic() - start
+    return result
+
+
+def _package_files(directory: Path, spec: AssignmentSpec) -> dict[Path, bytes]:
+    pkg = directory / spec.package
+    return {p.relative_to(directory): p.read_bytes() for p in sorted(pkg.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts}
+
+
+def test_files(course: Course, assignment_id: str) -> list[str]:
+    master = course.master_dir(assignment_id)
+    return sorted(str(p.relative_to(master)) for d in ("tests", "hidden") for p in (master / d).glob("test_*.py"))

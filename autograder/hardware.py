@@ -1,0 +1,58 @@
+"""Hardware tags (`cpu`, `h100`, `h200`, ...) that key the perf thresholds of an assignment."""
+
+from __future__ import annotations
+
+import os
+import re
+
+ENV_VAR = "AUTOGRADER_HARDWARE"
+
+# Checked in order: the first pattern found in the lower-cased CUDA device name wins.
+KNOWN_DEVICES: tuple[tuple[str, str], ...] = (
+    (r"h200", "h200"),
+    (r"h100", "h100"),
+    (r"h800", "h800"),
+    (r"gh200", "gh200"),
+    (r"b200", "b200"),
+    (r"a100", "a100"),
+    (r"a10g", "a10g"),
+    (r"l40s", "l40s"),
+    (r"\bl4\b", "l4"),
+    (r"rtx\s*4090", "rtx4090"),
+    (r"rtx\s*4070", "rtx4070"),
+    (r"rtx\s*3090", "rtx3090"),
+    (r"\bt4\b", "t4"),
+    (r"v100", "v100"),
+)
+
+
+def tag_from_device_name(name: str) -> str:
+    """'NVIDIA H200' -> 'h200'; an unknown GPU gets a slug of its name, so it never matches a bar."""
+    lowered = name.lower()
+    for pattern, tag in KNOWN_DEVICES:
+        if re.search(pattern, lowered):
+            return tag
+    return "gpu-" + re.sub(r"[^a-z0-9]+", "-", lowered).strip("-")
+
+
+def hardware_tag(override: str | None = None) -> str:
+    """The tag of this machine: the override, else $AUTOGRADER_HARDWARE, else detected."""
+    if override:
+        return override.lower()
+    if env := os.environ.get(ENV_VAR):
+        return env.lower()
+    try:
+        import torch
+    except ImportError:
+        return "cpu"
+    if not torch.cuda.is_available():
+        return "cpu"
+    return tag_from_device_name(torch.cuda.get_device_name(0))
+
+
+def has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()

@@ -1,0 +1,49 @@
+"""The course invariants of DESIGN.md, checked for every assignment present.
+
+1. The reference solution scores every CPU-gradable point.  2. The untouched stub scores zero.
+3. assignments/ equals what the generator makes.  4. No solution body or hidden test in a release.
+5. (Grading always yields a complete result: the project's adversarial tests check that.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from autograder.grade import grade_assignment
+from autograder.repo import Course
+from autograder.stubs import leaked_solutions, stale_paths
+
+Say = Callable[[str], None]
+
+
+def check_sync(course: Course, aid: str) -> list[str]:
+    problems = []
+    if stale := stale_paths(course, aid):
+        problems.append(f"{aid}: assignments/ is stale ({', '.join(stale[:5])}); run `make assignments`")
+    if course.student_dir(aid).is_dir() and (leaks := leaked_solutions(course.student_dir(aid))):
+        problems.append(f"{aid}: the student copy leaks {', '.join(leaks[:5])}")
+    return problems
+
+
+def check_reference(course: Course, aid: str, sandbox: str) -> list[str]:
+    result = grade_assignment(course=course, assignment_id=aid, solution=True, sandbox=sandbox)
+    bad = [t for t in result.tests if t.graded and t.score < t.test.points - 1e-9]
+    if result.max_score == 0:
+        return [f"{aid}: the reference earned no gradable point on {result.hardware}"]
+    return [f"{aid}: reference loses points on {t.test.nodeid}: {t.reason or t.status}" for t in bad]
+
+
+def check_stub(course: Course, aid: str, sandbox: str) -> list[str]:
+    result = grade_assignment(course=course, assignment_id=aid, sandbox=sandbox)
+    return [f"{aid}: the untouched stub earns points on {t.test.nodeid}" for t in result.tests if t.score > 0]
+
+
+def check_all(*, course: Course, ids: list[str] | None, grade: bool, sandbox: str, say: Say) -> list[str]:
+    failures: list[str] = []
+    for aid in ids or course.ids():
+        found = check_sync(course, aid)
+        if grade:
+            found += check_reference(course, aid, sandbox) + check_stub(course, aid, sandbox)
+        say(f"{aid}: " + ("[green]ok[/]" if not found else "[red]" + "; ".join(found) + "[/]"))
+        failures += found
+    return failures

@@ -1,0 +1,81 @@
+"""Realistic broken variants (`solutions/<id>/mutants.toml`) graded to prove the suite catches them."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.errors import GraderError
+from autograder.grade import grade_assignment
+from autograder.hardware import hardware_tag
+from autograder.repo import Course
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    file: str
+    find: str
+    replace: str
+    tests: tuple[str, ...] = ()
+    gpu: bool = False
+
+
+@dataclass(frozen=True)
+class MutantOutcome:
+    name: str
+    caught: bool
+    score: float
+    max_score: float
+    graded_here: bool
+
+
+def load_mutants(solution_dir: Path) -> list[Mutant]:
+    path = solution_dir / "mutants.toml"
+    if not path.is_file():
+        return []
+    try:
+        entries = tomllib.loads(path.read_text()).get("mutant", [])
+        mutants = [Mutant(e["name"], e["file"], e["find"], e["replace"], tuple(e.get("tests", ())),
+                          bool(e.get("gpu", False))) for e in entries]
+    except (tomllib.TOMLDecodeError, KeyError, TypeError) as e:
+        raise GraderError(f"{path}: malformed mutant ({e})") from None
+    for m in mutants:
+        count = (solution_dir / m.file).read_text().count(m.find) if (solution_dir / m.file).is_file() else 0
+        if count != 1:
+            raise GraderError(f"{path}: mutant {m.name!r}: `find` occurs {count} times in {m.file} (needs 1)")
+    return mutants
+
+
+def apply_mutant(solution_dir: Path, mutant: Mutant, target: Path) -> Path:
+    """Copy the reference to `target` with the mutant's replacement applied."""
+    shutil.copytree(solution_dir, target, ignore=shutil.ignore_patterns("__pycache__", "hidden"))
+    path = target / mutant.file
+    path.write_text(path.read_text().replace(mutant.find, mutant.replace, 1))
+    return target
+
+
+def grade_mutants(*, course: Course, assignment_id: str, sandbox: str = "auto",
+                  say: Callable[[str], None] = print) -> list[MutantOutcome]:
+    solution_dir = course.solution_dir(assignment_id)
+    if solution_dir is None:
+        raise GraderError(f"mutants need solutions/{assignment_id}")
+    on_gpu = hardware_tag() != "cpu"
+    outcomes = []
+    for mutant in load_mutants(solution_dir):
+        if mutant.gpu and not on_gpu:
+            say(f"{mutant.name}: not graded here (needs a GPU)")
+            outcomes.append(MutantOutcome(mutant.name, True, 0, 0, graded_here=False))
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            sub = apply_mutant(solution_dir, mutant, Path(tmp) / assignment_id)
+            result = grade_assignment(course=course, assignment_id=assignment_id, submission=sub,
+                                      sandbox=sandbox, only_files=list(mutant.tests) or None)
+        caught = result.score < result.max_score - 1e-9
+        say(f"{mutant.name}: {result.score:g}/{result.max_score:g} -> {'caught' if caught else 'SURVIVED'}")
+        outcomes.append(MutantOutcome(mutant.name, caught, result.score, result.max_score, True))
+    return outcomes

@@ -1,0 +1,230 @@
+"""The pytest plugin that runs inside the sandbox (`-p autograder.plugin`).
+
+It registers the `points`, `gpu` and `perf` marks and the `perf` fixture, skips GPU tests where CUDA
+is missing, patches forbidden APIs while a test runs, and writes one signed JSON record per test.
+
+Nothing it writes is trusted blindly: the grader checks every record's HMAC (the key arrives on a
+pipe before any student code is imported), matches records against its own list of expected tests,
+and counts a pass only when pytest's report, this plugin's call wrapper and a sentinel wrapped
+around the test function all agree that the body ran to completion.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from autograder import forbid
+
+GPU_SKIP_REASON = "not graded here: needs a CUDA GPU"
+MAX_OUTPUT_CHARS = 3000
+KEY_ENV = "AUTOGRADER_KEY"
+
+
+@dataclass
+class _TestState:
+    setup: str = ""
+    call: str = ""
+    teardown: str = ""
+    call_raised: str = ""
+    entered: bool = False
+    completed: bool = False
+    output: list[str] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    not_graded: str = ""
+    duration: float = 0.0
+
+
+class Perf:
+    """The `perf` fixture: `perf.record("metric", value)` stores a measured value for grading."""
+
+    def __init__(self, state: _TestState) -> None:
+        self._state = state
+
+    def record(self, name: str, value: float) -> None:
+        self._state.metrics[str(name)] = float(value)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("autograder")
+    group.addoption("--ag-results", default=None, help="write signed result records here (JSON lines)")
+    group.addoption("--ag-key-fd", type=int, default=None, help="read the HMAC key from this fd")
+    group.addoption("--ag-forbid", default="", help="comma-separated dotted names to patch during tests")
+    group.addoption("--ag-package", default="", help="the student package (its aliases get patched too)")
+    group.addoption("--ag-manifest", default=None, help="collect only: write the expected tests here")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "points(n): points this test is worth (default 1)")
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU; not graded on machines without one")
+    config.addinivalue_line("markers", "perf: a performance test graded against hardware thresholds")
+    if config.getoption("--ag-results") or config.getoption("--ag-manifest"):
+        config.pluginmanager.register(_Recorder(config), "autograder-recorder")
+
+
+@pytest.fixture
+def perf(request: pytest.FixtureRequest) -> Perf:
+    """Record perf metrics: `perf.record("name", value)`; graded against the spec's thresholds."""
+    recorder = request.config.pluginmanager.get_plugin("autograder-recorder")
+    state = recorder.state_of(request.node.nodeid) if recorder else _TestState()
+    return Perf(state)
+
+
+def points_of(item: pytest.Item) -> float:
+    mark = item.get_closest_marker("points")
+    if mark is None:
+        return 1.0
+    value = mark.args[0] if mark.args else mark.kwargs.get("n", 1)
+    return float(value)
+
+
+class _Recorder:
+    def __init__(self, config: pytest.Config) -> None:
+        key_fd = config.getoption("--ag-key-fd")
+        self._key = b""
+        if key_fd is not None:
+            with os.fdopen(key_fd, "rb") as pipe:  # read once, then the fd is closed
+                self._key = pipe.read()
+        else:  # docker: the key arrives in the environment; remove it before student code loads
+            self._key = os.environ.pop(KEY_ENV, "").encode()
+        path = config.getoption("--ag-results")
+        self._sink = open(path, "a", buffering=1) if path else None  # noqa: SIM115
+        self._manifest = config.getoption("--ag-manifest")
+        self._forbidden = [n for n in config.getoption("--ag-forbid").split(",") if n]
+        self._package = config.getoption("--ag-package")
+        self._states: dict[str, _TestState] = {}
+        self._collect_errors: list[dict[str, str]] = []
+        self._seq = 0
+        self._dumps, self._hmac_new = json.dumps, hmac.new  # bound before student code loads
+
+    def _emit(self, record: dict[str, Any]) -> None:
+        if self._sink is None:
+            return
+        self._seq += 1
+        record["seq"] = self._seq
+        body = self._dumps(record, sort_keys=True)
+        mac = self._hmac_new(self._key, body.encode(), hashlib.sha256).hexdigest()
+        self._sink.write(self._dumps({"body": body, "mac": mac}) + "\n")
+        self._sink.flush()
+
+    def _state(self, nodeid: str) -> _TestState:
+        return self._states.setdefault(nodeid, _TestState())
+
+    state_of = _state
+
+    # ---- collection -------------------------------------------------------------------------
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            error = {"nodeid": report.nodeid, "message": str(report.longrepr)[-MAX_OUTPUT_CHARS:]}
+            self._collect_errors.append(error)
+            self._emit({"kind": "collect_error", **error})
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            if isinstance(item, pytest.Function):
+                item.obj = self._sentinel(item.nodeid, item.obj)
+
+    def _sentinel(self, nodeid: str, fn: Any) -> Any:
+        state = self._state(nodeid)
+
+        @functools.wraps(fn)
+        def run_body(*args: Any, **kwargs: Any) -> Any:
+            state.entered = True
+            result = fn(*args, **kwargs)
+            state.completed = True
+            return result
+
+        return run_body
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not self._manifest:
+            return
+        tests = [
+            {
+                "nodeid": item.nodeid,
+                "file": item.nodeid.split("::", 1)[0],
+                "points": points_of(item),
+                "gpu": item.get_closest_marker("gpu") is not None,
+                "perf": item.get_closest_marker("perf") is not None,
+            }
+            for item in session.items
+        ]
+        with open(self._manifest, "w") as f:
+            json.dump({"tests": tests, "errors": self._collect_errors}, f, indent=1)
+
+    # ---- running ----------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if item.get_closest_marker("gpu") is not None and not _cuda_available():
+            self._state(item.nodeid).not_graded = GPU_SKIP_REASON
+            pytest.skip(GPU_SKIP_REASON)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Any:
+        state = self._state(item.nodeid)
+        patches = forbid.apply(self._forbidden, self._package)
+        try:
+            return (yield)
+        except BaseException as exc:
+            state.call_raised = f"{type(exc).__name__}"
+            raise
+        finally:
+            forbid.restore(patches)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        state = self._state(report.nodeid)
+        setattr(state, report.when, report.outcome)
+        if report.failed or (report.skipped and report.when == "call"):
+            state.output.append(f"[{report.when}] {report.longreprtext}")
+        if report.when == "call" and report.capstdout:
+            state.output.append(f"[stdout] {report.capstdout}")
+        if report.when == "teardown":
+            self._emit(self._record(report.nodeid, state, report.duration))
+
+    def _record(self, nodeid: str, state: _TestState, teardown_s: float) -> dict[str, Any]:
+        status, reason = _verdict(state)
+        output = "\n".join(state.output)
+        if len(output) > MAX_OUTPUT_CHARS:
+            output = output[: MAX_OUTPUT_CHARS // 3] + "\n...\n" + output[-2 * MAX_OUTPUT_CHARS // 3 :]
+        return {"kind": "test", "nodeid": nodeid, "status": status, "reason": reason,
+                "output": output, "metrics": state.metrics, "duration": state.duration}
+
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:
+        if call.when == "call":
+            self._state(item.nodeid).duration = call.duration
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self._emit({"kind": "session_end", "exitstatus": int(session.exitstatus)})
+
+
+def _verdict(state: _TestState) -> tuple[str, str]:
+    """(status, reason) from the three independent views of what happened."""
+    if state.setup == "skipped":
+        return "not_graded", state.not_graded or "skipped before the test body ran"
+    if state.setup == "failed":
+        return "error", "setup (fixtures) failed"
+    if state.call == "skipped":
+        return "failed", "the test was skipped from inside its body; that counts as a failure"
+    if state.call != "passed":
+        return "failed", ""
+    if state.call_raised or not (state.entered and state.completed):
+        return "failed", "pytest reported a pass the test body never reached (tampering suspected)"
+    if state.teardown == "failed":
+        return "error", "teardown failed"
+    return "passed", ""
+
+
+@functools.cache
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()

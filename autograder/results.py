@@ -1,0 +1,72 @@
+"""Plain data for grading outcomes: one `TestResult` per expected test, one `AssignmentResult`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PASSED, FAILED, ERROR, NOT_GRADED = "passed", "failed", "error", "not_graded"
+
+
+@dataclass
+class ExpectedTest:
+    """What the trusted side expects from its own copy of the tests."""
+
+    nodeid: str
+    file: str
+    points: float
+    gpu: bool
+    perf: bool
+
+    @property
+    def hidden(self) -> bool:
+        return self.file.startswith("hidden/")
+
+
+@dataclass
+class TestResult:
+    test: ExpectedTest
+    status: str
+    reason: str = ""
+    output: str = ""
+    duration_s: float = 0.0
+    metrics: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+    perf_notes: list[str] = field(default_factory=list)
+
+    @property
+    def graded(self) -> bool:
+        return self.status != NOT_GRADED
+
+    @property
+    def max_score(self) -> float:
+        return self.test.points if self.graded else 0.0
+
+
+@dataclass
+class AssignmentResult:
+    id: str
+    title: str
+    hardware: str
+    sandbox: str
+    source: str                       # "student", "solution" or a submission path
+    tests: list[TestResult] = field(default_factory=list)
+    wall_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    hidden_available: bool = True     # False for a student release (no hidden tests to run)
+
+    @property
+    def score(self) -> float:
+        return sum(t.score for t in self.tests)
+
+    @property
+    def max_score(self) -> float:
+        return sum(t.max_score for t in self.tests)
+
+    @property
+    def not_graded(self) -> list[TestResult]:
+        return [t for t in self.tests if not t.graded]
+
+    @property
+    def complete(self) -> bool:
+        """Every test graded here and the hidden suite present: only then may we say 'all passed'."""
+        return self.hidden_available and not self.not_graded

@@ -1,0 +1,51 @@
+"""Sandbox backends behind one interface: `backend.run(RunRequest) -> RunResult`.
+
+- `bwrap`: read-only root, private /tmp, no network, new pid namespace; the course repo is hidden
+  except the grader and the virtual environment; only the work dir is writable.
+- `none`: a plain subprocess with rlimits (and, as root, its own uid and network namespace).
+- `docker`: `docker run --network none` with memory and pids limits and `--gpus` (for runners).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Protocol
+
+from autograder.errors import GraderError
+from autograder.sandbox.base import RunRequest, RunResult
+from autograder.sandbox.bwrap import BwrapBackend
+from autograder.sandbox.docker import DockerBackend
+from autograder.sandbox.none import NoneBackend
+
+__all__ = ["Backend", "RunRequest", "RunResult", "select_backend", "BACKENDS"]
+
+
+class Backend(Protocol):
+    name: str
+
+    def available(self) -> tuple[bool, str]:
+        """(usable here?, why not)."""
+        ...
+
+    def run(self, request: RunRequest) -> RunResult: ...
+
+
+BACKENDS = {"bwrap": BwrapBackend, "none": NoneBackend, "docker": DockerBackend}
+
+
+def select_backend(name: str = "auto", *, image: str | None = None) -> Backend:
+    """The named backend, or for 'auto' bwrap where it works, else 'none' with a visible warning."""
+    if name == "auto":
+        bwrap = BwrapBackend()
+        ok, why = bwrap.available()
+        if ok:
+            return bwrap
+        warnings.warn(f"bwrap sandbox unavailable ({why}); grading with rlimits only (--sandbox none)", stacklevel=2)
+        return NoneBackend()
+    if name not in BACKENDS:
+        raise GraderError(f"unknown sandbox {name!r}; choose one of auto, {', '.join(BACKENDS)}")
+    backend = DockerBackend(image=image) if name == "docker" else BACKENDS[name]()
+    ok, why = backend.available()
+    if not ok:
+        raise GraderError(f"sandbox {name!r} is not usable here: {why}")
+    return backend

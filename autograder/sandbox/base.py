@@ -1,0 +1,181 @@
+"""What every sandbox backend takes and returns, and the process runner they share.
+
+A backend turns a `RunRequest` (argv, work dir, limits) into a `RunResult`. The shared runner
+starts the process in its own session under resource limits, drops root to a fresh uid of its own
+(so RLIMIT_NPROC bounds a fork bomb and the course files are not writable), enforces the wall limit
+by killing the whole process group, and afterwards kills whatever that uid left behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import random
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+OUTPUT_TAIL_CHARS = 20_000
+CLONE_NEWNET = 0x40000000
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    argv: list[str]
+    workdir: Path
+    env: dict[str, str]
+    wall_s: float
+    memory_mb: int
+    gpu: bool = False
+    pass_fds: tuple[int, ...] = ()
+    hide: tuple[Path, ...] = ()     # trees the process must not see (the course repo)
+    expose: tuple[Path, ...] = ()   # read-only paths inside hidden trees it needs (grader, venv)
+    uid: int | None = None          # run as this uid (chosen by sandbox_uid(); None: our own)
+
+
+@dataclass
+class RunResult:
+    returncode: int | None
+    timed_out: bool
+    wall_s: float
+    output: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return None
+
+    def describe(self) -> str:
+        """One line on how the process ended, for the failure reason of tests without results."""
+        if self.timed_out:
+            return f"the test file hit its wall limit ({self.wall_s:.0f} s) and was killed"
+        if self.signal_name:
+            hint = {"SIGSEGV": " (segmentation fault)", "SIGKILL": " (killed: out of memory?)",
+                    "SIGXCPU": " (CPU time limit)", "SIGXFSZ": " (file size limit)"}
+            return f"the test process died with {self.signal_name}{hint.get(self.signal_name, '')}"
+        return f"the test process exited with status {self.returncode} before reporting this test"
+
+
+def sandbox_uid() -> int | None:
+    """A fresh unprivileged uid for this run when we are root, else None (keep our own)."""
+    if os.geteuid() != 0:
+        return None
+    return random.randrange(200_000, 2_000_000_000)
+
+
+def _count_processes(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                count += os.stat(f"/proc/{entry}").st_uid == uid
+            except OSError:
+                pass
+    return count
+
+
+def _limits(request: RunRequest, uid: int | None) -> list[tuple[int, int]]:
+    cpus = os.cpu_count() or 1
+    owner = uid if uid is not None else os.getuid()
+    nproc = 1024 + (0 if uid is not None else _count_processes(owner))
+    limits = [
+        (resource.RLIMIT_CPU, int(request.wall_s * cpus) + 30),
+        (resource.RLIMIT_FSIZE, 2 << 30),
+        (resource.RLIMIT_NOFILE, 4096),
+        (resource.RLIMIT_NPROC, nproc),
+        (resource.RLIMIT_CORE, 0),
+    ]
+    if not request.gpu:  # CUDA reserves huge virtual ranges: on GPUs memory is docker's job
+        limits.append((resource.RLIMIT_AS, request.memory_mb << 20))
+    return limits
+
+
+def world_reachable(path: Path) -> bool:
+    """Whether an unprivileged uid can reach `path` (every ancestor directory has o+x)."""
+    return all(os.stat(p).st_mode & 0o001 for p in [path, *path.parents] if p.exists())
+
+
+def python_reachable() -> bool:
+    """Whether another uid can run this interpreter (pyenv under /root often is not)."""
+    return all(world_reachable(Path(p).resolve()) for p in (sys.base_prefix, sys.prefix))
+
+
+def make_preexec(request: RunRequest, isolate_net: bool, switch_uid: bool = True) -> Callable[[], None]:
+    """Limits, network isolation and (when `switch_uid`) the switch to `request.uid`, in the child."""
+    limits = _limits(request, request.uid)
+    uid = request.uid if switch_uid else None
+
+    def preexec() -> None:  # runs in the child between fork and exec
+        if isolate_net and os.geteuid() == 0:
+            ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWNET)
+        for which, value in limits:
+            soft, hard = resource.getrlimit(which)
+            cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (cap, cap))
+        if uid is not None:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+
+    return preexec
+
+
+def kill_uid(uid: int) -> None:
+    """Kill every process owned by `uid` (fork bombs, daemons that left the process group)."""
+    pid = os.fork()
+    if pid == 0:  # child: become the uid, then signal everything it may signal
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def run_process(argv: list[str], request: RunRequest, isolate_net: bool, switch_uid: bool = True) -> RunResult:
+    """Run `argv` under the request's limits; never raises for anything the child does.
+
+    The child switches to `request.uid` itself unless `switch_uid` is False (bwrap run as root
+    switches inside the sandbox, after it has mounted what the interpreter needs).
+    """
+    uid = request.uid
+    with tempfile.TemporaryFile(mode="w+b") as log:
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            argv, cwd=request.workdir, env=request.env, stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            pass_fds=request.pass_fds,
+            preexec_fn=make_preexec(request, isolate_net, switch_uid),
+        )
+        timed_out = False
+        try:
+            proc.wait(timeout=request.wall_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        _kill_group(proc.pid)
+        if uid is not None:
+            kill_uid(uid)
+        returncode = proc.wait()
+        wall = time.monotonic() - start
+        log.seek(0)
+        data = log.read()[-OUTPUT_TAIL_CHARS * 4 :].decode(errors="replace")
+    return RunResult(returncode, timed_out, request.wall_s if timed_out else wall, data[-OUTPUT_TAIL_CHARS:])
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

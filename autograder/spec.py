@@ -1,0 +1,163 @@
+"""The assignment spec: `solutions/<id>/assignment.toml` read into validated dataclasses."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autograder.errors import GraderError
+
+ID_PATTERN = re.compile(r"^(s\d{2}|p\d)_[a-z0-9_]+$")
+PACKAGE_PATTERN = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """Bars for one metric on one hardware tag. Reaching `pass_bar` earns half, `full_bar` all."""
+
+    pass_bar: float
+    full_bar: float
+
+    def fraction(self, value: float, higher_is_better: bool) -> float:
+        """Credit in [0, 1]: 0 below the pass bar, 0.5 at it, linear up to 1 at the full bar."""
+        if value != value:  # NaN never earns credit
+            return 0.0
+        sign = 1.0 if higher_is_better else -1.0
+        v, lo, hi = sign * value, sign * self.pass_bar, sign * self.full_bar
+        if v < lo:
+            return 0.0
+        if hi <= lo or v >= hi:
+            return 1.0
+        return 0.5 + 0.5 * (v - lo) / (hi - lo)
+
+
+@dataclass(frozen=True)
+class PerfMetric:
+    name: str
+    description: str
+    unit: str
+    higher_is_better: bool
+    thresholds: dict[str, Threshold] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Limits:
+    test_timeout_s: float = 120.0
+    file_timeout_s: float = 900.0
+    memory_mb: int = 6144
+    forbidden: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.test_timeout_s <= 0 or self.file_timeout_s <= 0:
+            raise ValueError("limits: timeouts must be positive seconds")
+        if self.file_timeout_s < self.test_timeout_s:
+            raise ValueError("limits: file_timeout_s must be at least test_timeout_s")
+        if self.memory_mb < 256:
+            raise ValueError(f"limits: memory_mb={self.memory_mb} is below 256 MiB; Python alone needs more")
+
+
+@dataclass(frozen=True)
+class AssignmentSpec:
+    id: str
+    title: str
+    stage: int
+    package: str
+    editable: tuple[str, ...]
+    limits: Limits = field(default_factory=Limits)
+    perf: dict[str, PerfMetric] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not ID_PATTERN.match(self.id):
+            raise ValueError(f"id {self.id!r} must look like 'sNN_topic' (stage) or 'pN_topic' (capstone)")
+        if not 0 <= self.stage <= 15:
+            raise ValueError(f"stage {self.stage} must be between 0 and 15")
+        if not PACKAGE_PATTERN.match(self.package):
+            raise ValueError(f"package {self.package!r} is not a valid Python package name")
+        if not self.editable:
+            raise ValueError("editable must list at least one glob (the files a student may change)")
+        for pattern in self.editable:
+            if pattern.startswith("/") or ".." in Path(pattern).parts:
+                raise ValueError(f"editable glob {pattern!r} must stay inside the assignment directory")
+
+    @property
+    def task_prefix(self) -> str:
+        """'s01' for 's01_transformer': the prefix of every task id in the stubs."""
+        return self.id.split("_", 1)[0]
+
+
+def _expect(table: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in table:
+        raise ValueError(f"{where}: missing key {key!r}")
+    value = table[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ValueError(f"{where}.{key}: expected {getattr(kind, '__name__', kind)}, got {value!r}")
+    return value
+
+
+def _parse_perf(name: str, table: dict[str, Any]) -> PerfMetric:
+    where = f"[perf.{name}]"
+    better = table.get("better", "higher")
+    if better not in ("higher", "lower"):
+        raise ValueError(f"{where}.better must be 'higher' or 'lower', got {better!r}")
+    thresholds = {}
+    for tag, bars in table.get("thresholds", {}).items():
+        if not isinstance(bars, dict) or {"pass", "full"} - bars.keys():
+            raise ValueError(f"{where}.thresholds.{tag} must be {{ pass = x, full = y }}")
+        lo, hi = float(bars["pass"]), float(bars["full"])
+        if (better == "higher" and hi < lo) or (better == "lower" and hi > lo):
+            raise ValueError(f"{where}.thresholds.{tag}: the full bar {hi} is easier than the pass bar {lo}")
+        thresholds[tag] = Threshold(lo, hi)
+    return PerfMetric(
+        name=name,
+        description=str(table.get("description", "")),
+        unit=str(table.get("unit", "")),
+        higher_is_better=better == "higher",
+        thresholds=thresholds,
+    )
+
+
+def parse_spec(data: dict[str, Any]) -> AssignmentSpec:
+    """Build a spec from a parsed TOML document; raise ValueError naming the bad key."""
+    head = data.get("assignment")
+    if not isinstance(head, dict):
+        raise ValueError("missing [assignment] table")
+    limits_table = data.get("limits", {})
+    known = {"test_timeout_s", "file_timeout_s", "memory_mb", "forbidden"}
+    if unknown := set(limits_table) - known:
+        raise ValueError(f"[limits]: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+    limits = Limits(
+        test_timeout_s=float(limits_table.get("test_timeout_s", Limits.test_timeout_s)),
+        file_timeout_s=float(limits_table.get("file_timeout_s", Limits.file_timeout_s)),
+        memory_mb=int(limits_table.get("memory_mb", Limits.memory_mb)),
+        forbidden=tuple(limits_table.get("forbidden", ())),
+    )
+    perf = {name: _parse_perf(name, table) for name, table in data.get("perf", {}).items()}
+    return AssignmentSpec(
+        id=_expect(head, "id", str, "[assignment]"),
+        title=_expect(head, "title", str, "[assignment]"),
+        stage=_expect(head, "stage", int, "[assignment]"),
+        package=_expect(head, "package", str, "[assignment]"),
+        editable=tuple(_expect(head, "editable", list, "[assignment]")),
+        limits=limits,
+        perf=perf,
+    )
+
+
+def load_spec(path: Path) -> AssignmentSpec:
+    """Read and validate an assignment.toml; GraderError with the file name on any problem."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise GraderError(f"{path}: no assignment.toml here") from None
+    except tomllib.TOMLDecodeError as e:
+        raise GraderError(f"{path}: malformed TOML: {e}") from None
+    try:
+        spec = parse_spec(data)
+    except (ValueError, TypeError) as e:
+        raise GraderError(f"{path}: {e}") from None
+    if spec.id != path.parent.name:
+        raise GraderError(f"{path}: id {spec.id!r} differs from its folder name {path.parent.name!r}")
+    return spec

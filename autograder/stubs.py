@@ -1,0 +1,104 @@
+"""Generate `assignments/<id>/` from `solutions/<id>/`, and tell whether it is up to date.
+
+Copied: everything but `hidden/`, `mutants.toml` and caches. Python files have their solution
+regions stripped (see `autograder.markers`). The generator works in memory, so the same function
+serves writing the tree and checking that the committed tree is current.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from autograder.markers import has_markers, strip_solutions
+from autograder.repo import Course
+
+# Never shipped to students: hidden tests, the broken variants, caches.
+INSTRUCTOR_ONLY = ("hidden", "mutants.toml")
+SKIPPED_PARTS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints"}
+
+
+def _shipped_files(solution_dir: Path) -> list[Path]:
+    files = []
+    for path in sorted(solution_dir.rglob("*")):
+        rel = path.relative_to(solution_dir)
+        if not path.is_file() or rel.parts[0] in INSTRUCTOR_ONLY or SKIPPED_PARTS & set(rel.parts):
+            continue
+        if path.suffix in (".pyc", ".pyo"):
+            continue
+        files.append(rel)
+    return files
+
+
+def render_release(solution_dir: Path, prefix: str) -> dict[Path, bytes]:
+    """The student copy of one assignment, as {relative path: content}."""
+    out: dict[Path, bytes] = {}
+    counter = 0
+    for rel in _shipped_files(solution_dir):
+        data = (solution_dir / rel).read_bytes()
+        if rel.suffix == ".py":
+            text = data.decode()
+            text, counter = strip_solutions(text, str(solution_dir / rel), prefix, counter)
+            data = text.encode()
+        out[rel] = data
+    return out
+
+
+def render_package(solution_dir: Path, package: str, prefix: str) -> dict[Path, bytes]:
+    """Only the stubbed package files of an assignment (what a fresh student starts from)."""
+    return {rel: data for rel, data in render_release(solution_dir, prefix).items() if rel.parts[0] == package}
+
+
+def stale_paths(course: Course, assignment_id: str) -> list[str]:
+    """Paths under assignments/<id> that differ from what the generator makes (empty: in sync)."""
+    spec = course.spec(assignment_id)
+    solution = course.solution_dir(assignment_id)
+    if solution is None:
+        return []
+    expected = render_release(solution, spec.task_prefix)
+    target = course.student_dir(assignment_id)
+    actual = {rel for rel in _shipped_files(target)} if target.is_dir() else set()
+    problems = [f"missing {rel}" for rel in sorted(expected.keys() - actual)]
+    problems += [f"extra {rel}" for rel in sorted(actual - expected.keys())]
+    for rel in sorted(expected.keys() & actual):
+        if (target / rel).read_bytes() != expected[rel]:
+            problems.append(f"differs {rel}")
+    return problems
+
+
+def write_assignment(course: Course, assignment_id: str) -> int:
+    """Regenerate assignments/<id> from solutions/<id>; returns the number of files written."""
+    spec = course.spec(assignment_id)
+    solution = course.solution_dir(assignment_id)
+    if solution is None:
+        return 0
+    files = render_release(solution, spec.task_prefix)
+    target = course.student_dir(assignment_id)
+    if target.exists():
+        shutil.rmtree(target)
+    for rel, data in files.items():
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        (target / rel).write_bytes(data)
+    return len(files)
+
+
+def write_all(course: Course) -> dict[str, int]:
+    """Regenerate every assignment and remove generated folders whose solution is gone."""
+    written = {aid: write_assignment(course, aid) for aid in course.ids()}
+    if course.assignments.is_dir():
+        for folder in course.assignments.iterdir():
+            if folder.is_dir() and folder.name not in written:
+                shutil.rmtree(folder)
+    return written
+
+
+def leaked_solutions(tree: Path) -> list[str]:
+    """Files of a student tree that carry solution markers or hidden tests (must be empty)."""
+    leaks = []
+    for path in sorted(tree.rglob("*")):
+        rel = path.relative_to(tree)
+        if "hidden" in rel.parts or path.name == "mutants.toml":
+            leaks.append(f"{rel}: instructor-only file")
+        elif path.suffix == ".py" and path.is_file() and has_markers(path.read_text()):
+            leaks.append(f"{rel}: contains solution markers")
+    return leaks
