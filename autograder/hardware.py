@@ -9,10 +9,10 @@ ENV_VAR = "AUTOGRADER_HARDWARE"
 
 # Checked in order: the first pattern found in the lower-cased CUDA device name wins.
 KNOWN_DEVICES: tuple[tuple[str, str], ...] = (
+    (r"gh200", "gh200"),
     (r"h200", "h200"),
     (r"h100", "h100"),
     (r"h800", "h800"),
-    (r"gh200", "gh200"),
     (r"b200", "b200"),
     (r"a100", "a100"),
     (r"a10g", "a10g"),

@@ -1,0 +1,26 @@
+"""Shared fixtures for the project's own tests."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder.repo import Course
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def demo_course(tmp_path: Path) -> Course:
+    """A private copy of the demo course (one assignment, s00_demo) with its stubs generated."""
+    root = tmp_path / "course"
+    shutil.copytree(FIXTURES / "demo_course", root, ignore=shutil.ignore_patterns(".cache", "__pycache__"))
+    return Course(root)
+
+
+@pytest.fixture(scope="session")
+def repo_course() -> Course:
+    return Course(REPO)

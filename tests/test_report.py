@@ -1,0 +1,47 @@
+import json
+
+from autograder import report
+from autograder.results import AssignmentResult, ExpectedTest, TestResult
+
+GRADESCOPE_TOP = {"score", "execution_time", "output", "visibility", "stdout_visibility", "tests", "leaderboard"}
+GRADESCOPE_TEST = {"score", "max_score", "status", "name", "number", "output", "tags", "visibility", "extra_data"}
+
+
+def _result(statuses, hidden_available=True):
+    r = AssignmentResult("s00_demo", "Demo", "cpu", "none", "student", hidden_available=hidden_available)
+    for i, status in enumerate(statuses):
+        test = ExpectedTest(f"tests/test_a.py::t{i}", "tests/test_a.py", 1.0, status == "not_graded", False)
+        r.tests.append(TestResult(test, status, score=1.0 if status == "passed" else 0.0))
+    return r
+
+
+def test_gradescope_file_has_the_documented_schema(tmp_path):
+    path = tmp_path / "results.json"
+    report.write_json(path, [_result(["passed", "failed", "not_graded"])])
+    data = json.loads(path.read_text())
+    assert set(data) == GRADESCOPE_TOP
+    assert all(set(t) == GRADESCOPE_TEST for t in data["tests"])
+    assert data["score"] == 1.0 and [t["max_score"] for t in data["tests"]] == [1.0, 1.0, 0.0]
+
+
+def test_results_file_is_written_even_when_grading_crashed(tmp_path):
+    path = tmp_path / "results.json"
+    report.write_json(path, [], error="could not collect the master tests")
+    data = json.loads(path.read_text())
+    assert data["score"] == 0 and data["tests"] == [] and "grading failed" in data["output"]
+
+
+def test_summary_claims_all_passed_only_when_everything_ran():
+    assert "all tests passed" in report.summary_line(_result(["passed", "passed"]))
+    partial = report.summary_line(_result(["passed", "not_graded"]))
+    assert "all tests passed" not in partial and "1 not graded here" in partial
+    public_only = report.summary_line(_result(["passed"], hidden_available=False))
+    assert "all tests passed" not in public_only and "hidden tests not run" in public_only
+
+
+def test_junit_and_markdown_name_failures(tmp_path):
+    r = _result(["passed", "failed"])
+    r.tests[1].reason = "assert 1 == 2"
+    report.write_junit(tmp_path / "j.xml", [r])
+    assert '<failure message="assert 1 == 2"' in (tmp_path / "j.xml").read_text()
+    assert "assert 1 == 2" in report.markdown([r])

@@ -1,0 +1,74 @@
+import pytest
+
+from autograder.errors import GraderError
+from autograder.spec import Threshold, load_spec, parse_spec
+
+VALID = {
+    "assignment": {"id": "s01_transformer", "title": "t", "stage": 1, "package": "transformer",
+                   "editable": ["transformer/*.py"]},
+    "limits": {"test_timeout_s": 10, "file_timeout_s": 60, "memory_mb": 1024, "forbidden": ["a.b"]},
+    "perf": {"speedup": {"unit": "x", "better": "higher", "thresholds": {"h200": {"pass": 2, "full": 4}}}},
+}
+
+
+def _with(**changes):
+    data = {k: dict(v) for k, v in VALID.items()}
+    for dotted, value in changes.items():
+        table, key = dotted.split("__")
+        data[table][key] = value
+    return data
+
+
+def test_valid_spec_parses_into_typed_fields():
+    spec = parse_spec(VALID)
+    assert spec.task_prefix == "s01"
+    assert spec.limits.forbidden == ("a.b",)
+    assert spec.perf["speedup"].thresholds["h200"] == Threshold(2.0, 4.0)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"assignment__id": "transformer"}, "sNN_topic"),
+    ({"assignment__stage": 16}, "between 0 and 15"),
+    ({"assignment__package": "my-pkg"}, "not a valid Python package"),
+    ({"assignment__editable": []}, "at least one glob"),
+    ({"assignment__editable": ["../etc/*"]}, "inside the assignment"),
+    ({"limits__memory_mb": 10}, "below 256"),
+    ({"limits__file_timeout_s": 1}, "at least test_timeout_s"),
+    ({"limits__walltime": 1}, "unknown keys"),
+])
+def test_invalid_spec_names_the_problem(changes, message):
+    with pytest.raises(ValueError, match=message):
+        parse_spec(_with(**changes))
+
+
+def test_threshold_easier_full_bar_is_rejected():
+    data = _with()
+    data["perf"] = {"m": {"better": "higher", "thresholds": {"cpu": {"pass": 4, "full": 2}}}}
+    with pytest.raises(ValueError, match="easier than the pass bar"):
+        parse_spec(data)
+
+
+@pytest.mark.parametrize("value, higher, expected", [
+    (0.9, True, 0.0), (1.0, True, 0.5), (1.5, True, 0.75), (3.0, True, 1.0), (float("nan"), True, 0.0),
+    (3.0, False, 0.0), (2.0, False, 0.5), (1.5, False, 0.75), (0.5, False, 1.0),
+])
+def test_threshold_credit_is_half_at_pass_and_linear_to_full(value, higher, expected):
+    bar = Threshold(1.0, 2.0) if higher else Threshold(2.0, 1.0)
+    assert bar.fraction(value, higher) == pytest.approx(expected, abs=1e-12)
+
+
+def test_malformed_toml_gives_file_and_reason(tmp_path):
+    folder = tmp_path / "s01_x"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text("[assignment\nid=")
+    with pytest.raises(GraderError, match="malformed TOML"):
+        load_spec(folder / "assignment.toml")
+
+
+def test_id_must_match_folder(tmp_path):
+    folder = tmp_path / "s02_other"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(
+        '[assignment]\nid="s01_transformer"\ntitle="t"\nstage=1\npackage="t"\neditable=["t/*.py"]\n')
+    with pytest.raises(GraderError, match="differs from its folder"):
+        load_spec(folder / "assignment.toml")
