@@ -49,12 +49,15 @@ class RunResult:
 
     @property
     def signal_name(self) -> str | None:
-        if self.returncode is not None and self.returncode < 0:
-            try:
-                return signal.Signals(-self.returncode).name
-            except ValueError:
-                return f"signal {-self.returncode}"
-        return None
+        """The signal that ended the process: negative codes from Popen, 128+n from bwrap/docker."""
+        code = self.returncode
+        number = -code if code is not None and code < 0 else code - 128 if code and 128 < code < 160 else None
+        if number is None:
+            return None
+        try:
+            return signal.Signals(number).name
+        except ValueError:
+            return f"signal {number}"
 
     def describe(self) -> str:
         """One line on how the process ended, for the failure reason of tests without results."""
@@ -144,6 +147,18 @@ def kill_uid(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
+def reap_uid(uid: int, patience_s: float = 10.0) -> bool:
+    """Kill `uid`'s processes until none is left (a fork bomb forks while being killed)."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        kill_uid(uid)
+        if _count_processes(uid) == 0:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
 def run_process(argv: list[str], request: RunRequest, isolate_net: bool, switch_uid: bool = True) -> RunResult:
     """Run `argv` under the request's limits; never raises for anything the child does.
 
@@ -165,9 +180,9 @@ def run_process(argv: list[str], request: RunRequest, isolate_net: bool, switch_
         except subprocess.TimeoutExpired:
             timed_out = True
         _kill_group(proc.pid)
-        if uid is not None:
-            kill_uid(uid)
         returncode = proc.wait()
+        if uid is not None:
+            reap_uid(uid)
         wall = time.monotonic() - start
         log.seek(0)
         data = log.read()[-OUTPUT_TAIL_CHARS * 4 :].decode(errors="replace")
