@@ -9,7 +9,7 @@ A      ?=
 SOLUTION ?=
 GRADE_FLAGS := $(if $(SOLUTION),--solution,) --json results/results.json --junit results/junit.xml --markdown results/summary.md
 
-.PHONY: grade test assignments check setup datasets clean help
+.PHONY: grade test assignments check setup datasets clean help release
 
 help:
 	@echo "make grade [A=<id>] [SOLUTION=1]   grade assignments/ (or the reference solution)"
@@ -43,3 +43,6 @@ datasets: $(STAMP)
 
 clean:
 	rm -rf results .cache
+
+release: $(STAMP)
+	$(PY) -m autograder release --week $(WEEK) --out release/week$(WEEK)

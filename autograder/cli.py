@@ -148,6 +148,47 @@ def mutants(course: Course, aid: str, sandbox: str) -> None:
         raise GraderError(f"mutants that lost no points: {', '.join(survivors)}")
 
 
+@cli.command()
+@click.argument("aid")
+@click.option("--repeats", type=int, default=1, show_default=True, help="grade the reference this many times")
+@click.option("--pass-factor", type=float, default=0.6, show_default=True)
+@click.option("--full-factor", type=float, default=0.9, show_default=True)
+@click.option("--write", is_flag=True, help="write the proposed bars into solutions/<id>/assignment.toml")
+@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@click.pass_obj
+def calibrate(course: Course, aid: str, repeats: int, pass_factor: float, full_factor: float, write: bool,
+              sandbox: str) -> None:
+    """Measure the reference's perf metrics here and propose (or write) bars for this hardware."""
+    from autograder.calibrate import calibrate as run_calibration
+
+    run_calibration(course=course, assignment_id=aid, repeats=repeats, pass_factor=pass_factor,
+                    full_factor=full_factor, write=write, sandbox=sandbox, say=console.print)
+
+
+@cli.command()
+@click.pass_obj
+def schedule(course: Course) -> None:
+    """Validate course/schedule.toml and print the weeks."""
+    from autograder.schedule import load_schedule
+
+    plan = load_schedule(course.root / "course" / "schedule.toml", course.ids())
+    for week in plan.weeks:
+        console.print(f"week {week.number}: {week.release:%Y-%m-%d} -> due {week.due:%Y-%m-%d %H:%M} UTC  "
+                      + ", ".join(week.assignments))
+
+
+@cli.command()
+@click.option("--week", type=int, required=True, help="release the assignments of weeks 1..WEEK")
+@click.option("--out", type=click.Path(), required=True, help="a new folder for the student release")
+@click.pass_obj
+def release(course: Course, week: int, out: str) -> None:
+    """Build the student release of weeks 1..N (no solutions, no hidden tests)."""
+    from autograder.release import build_release
+
+    ids = build_release(course=course, week=week, out=Path(out))
+    console.print(f"released {', '.join(ids)} into {out}")
+
+
 def main() -> None:
     try:
         cli(standalone_mode=False)

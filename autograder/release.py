@@ -1,0 +1,44 @@
+"""Build the student release of weeks 1..N: the generated assignments, the grader, the course notes.
+
+No `solutions/`, no hidden tests, no mutants: invariant 4 is checked on the folder it writes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from autograder.errors import GraderError
+from autograder.repo import Course
+from autograder.schedule import load_schedule
+from autograder.stubs import leaked_solutions, stale_paths
+
+SHIPPED = ("README.md", "Makefile", "pyproject.toml", ".gitignore", "autograder", "course", "datasets",
+           "coursedata", "gpu_runners")
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".cache", "hidden", "mutants.toml")
+
+
+def build_release(*, course: Course, week: int, out: Path) -> list[str]:
+    """Write the release into `out` (which must not exist); returns the assignment ids shipped."""
+    schedule = load_schedule(course.root / "course" / "schedule.toml", course.ids())
+    ids = schedule.released_by(week)
+    if not ids:
+        raise GraderError(f"nothing is released by week {week}")
+    if out.exists():
+        raise GraderError(f"{out} already exists: choose a new folder")
+    for aid in ids:
+        if stale := stale_paths(course, aid):
+            raise GraderError(f"{aid}: assignments/ is stale ({stale[0]}); run `make assignments` first")
+    out.mkdir(parents=True)
+    for name in SHIPPED:
+        source = course.root / name
+        if source.is_dir():
+            shutil.copytree(source, out / name, ignore=IGNORED)
+        elif source.is_file():
+            shutil.copy2(source, out / name)
+    for aid in ids:
+        shutil.copytree(course.assignments / aid, out / "assignments" / aid, ignore=IGNORED)
+    if leaks := leaked_solutions(out / "assignments"):
+        shutil.rmtree(out)
+        raise GraderError(f"the release would leak: {', '.join(leaks[:5])}")
+    return ids

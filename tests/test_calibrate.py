@@ -1,0 +1,38 @@
+import tomllib
+
+from autograder.calibrate import Proposal, propose, set_threshold
+from autograder.spec import parse_spec
+
+TOML = '''[assignment]
+id = "s00_demo"
+title = "t"
+stage = 0
+package = "demo"
+editable = ["demo/*.py"]
+
+[perf.speed]
+unit = "x"
+better = "higher"
+thresholds = {}
+
+[perf.latency]
+better = "lower"
+[perf.latency.thresholds]
+h100 = { pass = 2, full = 1 }
+h200 = { pass = 9, full = 8 }
+'''
+
+
+def test_proposals_scale_the_reference_value_in_the_right_direction():
+    down, up = propose({"speed": [2.0, 4.0, 3.0], "lat": [6.0]}, {"speed": True, "lat": False}, 0.6, 0.9)
+    assert (down.metric, down.pass_bar, down.full_bar) == ("lat", 6.0 / 0.6, 6.0 / 0.9)
+    assert (up.value, up.pass_bar, up.full_bar) == (3.0, 0.6 * 3.0, 0.9 * 3.0)
+
+
+def test_written_bars_parse_back_and_keep_other_tags():
+    text = set_threshold(TOML, "speed", "h200", Proposal("speed", 2.0, 1.2, 1.8, True), "calibrated")
+    text = set_threshold(text, "latency", "h200", Proposal("latency", 3.0, 5.0, 3.33, False), "calibrated")
+    spec = parse_spec(tomllib.loads(text))
+    assert spec.perf["speed"].thresholds["h200"].pass_bar == 1.2
+    assert spec.perf["latency"].thresholds["h200"].full_bar == 3.33
+    assert spec.perf["latency"].thresholds["h100"].pass_bar == 2  # untouched
