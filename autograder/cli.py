@@ -66,8 +66,8 @@ def grade(course: Course, ids: tuple[str, ...], solution: bool, submission: str 
     try:
         for aid in targets:
             results.append(_grade_one(course, aid, solution, submission, sandbox, hardware, jobs, verbose))
-    except GraderError as e:
-        error = str(e)
+    except BaseException as e:  # the results file is written whatever happened
+        error = str(e) or type(e).__name__
         raise
     finally:
         if json_path:
@@ -195,7 +195,7 @@ def main() -> None:
     except GraderError as e:
         console.print(f"[red]error:[/] {e}", markup=True, highlight=False)
         sys.exit(2)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         sys.exit(130)
     except click.ClickException as e:
         e.show()
