@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import report
 from autograder.errors import GraderError
 from autograder.grade import grade_assignment
 from autograder.hardware import hardware_tag
@@ -81,12 +82,15 @@ def set_threshold(text: str, metric: str, tag: str, bar: Proposal, comment: str)
 
 def calibrate(*, course: Course, assignment_id: str, repeats: int = 1, pass_factor: float = 0.6,
               full_factor: float = 0.9, write: bool = False, sandbox: str = "auto",
-              say: Callable[[str], None] = print) -> list[Proposal]:
+              say: Callable[[str], None] = print, json_path: Path | None = None) -> list[Proposal]:
     tag = hardware_tag()
     spec = course.spec(assignment_id)
     values: dict[str, list[float]] = {}
     for _ in range(repeats):
         result = grade_assignment(course=course, assignment_id=assignment_id, solution=True, sandbox=sandbox)
+        report.print_result(result)
+        if json_path:
+            report.write_json(json_path, [result])
         for t in result.tests:
             if t.test.perf and t.status in ("passed", "not_graded"):
                 for name, value in t.metrics.items():

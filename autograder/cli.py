@@ -155,14 +155,16 @@ def mutants(course: Course, aid: str, sandbox: str) -> None:
 @click.option("--full-factor", type=float, default=0.9, show_default=True)
 @click.option("--write", is_flag=True, help="write the proposed bars into solutions/<id>/assignment.toml")
 @click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@click.option("--json", "json_path", type=click.Path(), default=None, help="results.json of the last grading run")
 @click.pass_obj
 def calibrate(course: Course, aid: str, repeats: int, pass_factor: float, full_factor: float, write: bool,
-              sandbox: str) -> None:
+              sandbox: str, json_path: str | None) -> None:
     """Measure the reference's perf metrics here and propose (or write) bars for this hardware."""
     from autograder.calibrate import calibrate as run_calibration
 
     run_calibration(course=course, assignment_id=aid, repeats=repeats, pass_factor=pass_factor,
-                    full_factor=full_factor, write=write, sandbox=sandbox, say=console.print)
+                    full_factor=full_factor, write=write, sandbox=sandbox, say=console.print,
+                    json_path=Path(json_path) if json_path else None)
 
 
 @cli.command()
