@@ -137,12 +137,14 @@ def check(course: Course, quick: bool, sandbox: str, ids: tuple[str, ...]) -> No
 @cli.command()
 @click.argument("aid")
 @click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@click.option("--gpu-only", is_flag=True, help="only the mutants marked gpu = true")
 @click.pass_obj
-def mutants(course: Course, aid: str, sandbox: str) -> None:
+def mutants(course: Course, aid: str, sandbox: str, gpu_only: bool) -> None:
     """Grade every broken variant in mutants.toml; each must lose points."""
     from autograder.mutants import grade_mutants
 
-    outcomes = grade_mutants(course=course, assignment_id=aid, sandbox=sandbox, say=console.print)
+    outcomes = grade_mutants(course=course, assignment_id=aid, sandbox=sandbox, say=console.print,
+                             gpu_only=gpu_only)
     survivors = [o.name for o in outcomes if not o.caught]
     if survivors:
         raise GraderError(f"mutants that lost no points: {', '.join(survivors)}")

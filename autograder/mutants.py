@@ -60,13 +60,15 @@ def apply_mutant(solution_dir: Path, mutant: Mutant, target: Path) -> Path:
 
 
 def grade_mutants(*, course: Course, assignment_id: str, sandbox: str = "auto",
-                  say: Callable[[str], None] = print) -> list[MutantOutcome]:
+                  say: Callable[[str], None] = print, gpu_only: bool = False) -> list[MutantOutcome]:
     solution_dir = course.solution_dir(assignment_id)
     if solution_dir is None:
         raise GraderError(f"mutants need solutions/{assignment_id}")
     on_gpu = hardware_tag() != "cpu"
     outcomes = []
     for mutant in load_mutants(solution_dir):
+        if gpu_only and not mutant.gpu:
+            continue
         if mutant.gpu and not on_gpu:
             say(f"{mutant.name}: not graded here (needs a GPU)")
             outcomes.append(MutantOutcome(mutant.name, True, 0, 0, graded_here=False))

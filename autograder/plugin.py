@@ -143,7 +143,11 @@ class _Recorder:
 
         return run_body
 
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple) -> None:
+        self._emit({"kind": "progress", "nodeid": nodeid})  # the grader's stall watchdog sees this
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._emit({"kind": "progress", "nodeid": ""})
         if not self._manifest:
             return
         tests = [

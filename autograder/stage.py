@@ -1,8 +1,8 @@
 """Stage: build the fresh work dirs that pytest runs in.
 
-A work dir for one test file holds the assignment's package (the student's whitelisted files over
-the generated stub), the *master* conftest and support files, and that one test file from the
-master tree — never a student's copy of a test or conftest, and no other hidden test.
+A work dir holds the assignment's package (the student's whitelisted files over the generated
+stub), the *master* conftest and support files, and the test files of its run from the master
+tree — never a student's copy of a test or conftest.
 """
 
 from __future__ import annotations
@@ -57,18 +57,18 @@ def _support_files(master_dir: Path, spec: AssignmentSpec) -> dict[Path, bytes]:
     return files
 
 
-def _test_dir_files(master_dir: Path, test_file: Path | None) -> dict[Path, bytes]:
-    """One test file plus the non-test files of its folder (conftest.py, helpers, data); all
-    test files of every folder when `test_file` is None (the trusted collection run)."""
+def _test_dir_files(master_dir: Path, test_files: list[Path] | None) -> dict[Path, bytes]:
+    """The given test files plus the non-test files of their folders (conftest.py, helpers, data);
+    all test files of every folder when `test_files` is None (the trusted collection run)."""
     files = {}
-    folders = [test_file.parent] if test_file else [Path(d) for d in TEST_DIRS]
+    folders = sorted({t.parent for t in test_files}) if test_files is not None else [Path(d) for d in TEST_DIRS]
     for folder in folders:
         for path in sorted((master_dir / folder).rglob("*")) if (master_dir / folder).is_dir() else []:
             rel = path.relative_to(master_dir)
             if not path.is_file() or NEVER_STAGED & set(rel.parts) or path.suffix == ".pyc":
                 continue
             is_test = path.name.startswith("test_") and path.suffix == ".py"
-            if test_file is None or not is_test or rel == test_file:
+            if test_files is None or not is_test or rel in test_files:
                 files[rel] = path.read_bytes()
     return files
 
@@ -80,13 +80,13 @@ def stage(
     master_dir: Path,
     spec: AssignmentSpec,
     package_files: dict[Path, bytes],
-    test_file: Path | None,
+    test_files: list[Path] | None,
 ) -> Path:
-    """Create `root/name` holding the package files, master support files and test file(s)."""
+    """Create `root/name` holding the package files, master support files and test files."""
     workdir = root / name
     workdir.mkdir()
     _write(workdir, _support_files(master_dir, spec))
-    _write(workdir, _test_dir_files(master_dir, test_file))
+    _write(workdir, _test_dir_files(master_dir, test_files))
     _write(workdir, package_files)
     for sub in ("home", "tmp"):
         (workdir / sub).mkdir(exist_ok=True)

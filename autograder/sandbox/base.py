@@ -37,6 +37,9 @@ class RunRequest:
     hide: tuple[Path, ...] = ()     # trees the process must not see (the course repo)
     expose: tuple[Path, ...] = ()   # read-only paths inside hidden trees it needs (grader, venv)
     uid: int | None = None          # run as this uid (chosen by sandbox_uid(); None: our own)
+    progress_file: Path | None = None  # a file the run appends to as it progresses ...
+    stall_s: float | None = None       # ... killed when it has not grown for this long
+    startup_s: float = 180.0           # grace before the first growth (imports, collection)
 
 
 @dataclass
@@ -46,6 +49,7 @@ class RunResult:
     wall_s: float
     output: str = ""
     notes: list[str] = field(default_factory=list)
+    stalled: bool = False
 
     @property
     def signal_name(self) -> str | None:
@@ -61,6 +65,8 @@ class RunResult:
 
     def describe(self) -> str:
         """One line on how the process ended, for the failure reason of tests without results."""
+        if self.stalled:
+            return f"the test process reported nothing for {self.wall_s:.0f} s and was killed"
         if self.timed_out:
             return f"the test file hit its wall limit ({self.wall_s:.0f} s) and was killed"
         if self.signal_name:
@@ -174,11 +180,7 @@ def run_process(argv: list[str], request: RunRequest, isolate_net: bool, switch_
             pass_fds=request.pass_fds,
             preexec_fn=make_preexec(request, isolate_net, switch_uid),
         )
-        timed_out = False
-        try:
-            proc.wait(timeout=request.wall_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+        timed_out, stalled = _watch(proc, request, start)
         _kill_group(proc.pid)
         returncode = proc.wait()
         if uid is not None:
@@ -186,7 +188,39 @@ def run_process(argv: list[str], request: RunRequest, isolate_net: bool, switch_
         wall = time.monotonic() - start
         log.seek(0)
         data = log.read()[-OUTPUT_TAIL_CHARS * 4 :].decode(errors="replace")
-    return RunResult(returncode, timed_out, request.wall_s if timed_out else wall, data[-OUTPUT_TAIL_CHARS:])
+    if stalled:
+        wall = request.stall_s or wall
+    elif timed_out:
+        wall = request.wall_s
+    return RunResult(returncode, timed_out or stalled, wall, data[-OUTPUT_TAIL_CHARS:], stalled=stalled)
+
+
+def _size(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path else 0
+    except OSError:
+        return 0
+
+
+def _watch(proc: subprocess.Popen, request: RunRequest, start: float) -> tuple[bool, bool]:
+    """Wait for the process; (timed out, stalled). A stall is no growth of the progress file."""
+    if request.stall_s is None:
+        try:
+            proc.wait(timeout=request.wall_s)
+            return False, False
+        except subprocess.TimeoutExpired:
+            return True, False
+    size, last_change, limit = _size(request.progress_file), time.monotonic(), request.startup_s
+    while proc.poll() is None:
+        now = time.monotonic()
+        if now - start > request.wall_s:
+            return True, False
+        if (grown := _size(request.progress_file)) != size:
+            size, last_change, limit = grown, now, request.stall_s
+        elif now - last_change > limit:
+            return False, True
+        time.sleep(0.2)
+    return False, False
 
 
 def _kill_group(pid: int) -> None:
