@@ -1,0 +1,164 @@
+"""FlashAttention-2 forward in Triton: one program per (query tile, batch * head).
+
+Each program keeps its query tile Q_i in registers and streams key/value tiles K_j, V_j, holding
+for every row a running max m, a running normalizer l and an unnormalized output acc:
+
+    S = Q_i K_j^T * scale          m' = max(m, rowmax(S))         P = exp(S - m')
+    l' = l * exp(m - m') + rowsum(P)                              acc' = acc * exp(m - m') + P V_j
+
+and at the end O_i = acc / l, LSE_i = m + log(l). The kernels work in base 2 (exp2 is one
+instruction): logits are scaled by scale * log2(e) and the saved LSE is converted back to base e.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+from torch import Tensor
+
+from flashattn.config import AttnShape, BlockConfig, forward_config
+
+LOG2E = tl.constexpr(1.4426950408889634)  # log2(e): exp(x) = exp2(x * LOG2E)
+LN2 = tl.constexpr(0.6931471805599453)  # ln(2): log(x) = log2(x) * LN2
+
+
+@triton.jit
+def _fwd_inner(
+    acc, l_i, m_i,  # running state of the query tile: (BLOCK_M, D) fp32, (BLOCK_M,), (BLOCK_M,)
+    q,  # (BLOCK_M, D) query tile
+    k_base, v_base,  # pointers to this (batch, kv head)'s K and V, each (N, D) contiguous
+    offs_m,  # (BLOCK_M,) query row indices
+    lo, hi, N,  # fold key rows [lo, hi) in tiles of BLOCK_N; N is the sequence length
+    qk_scale,  # softmax scale * log2(e)
+    HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL_MASK: tl.constexpr,  # mask keys after the query (tiles on the diagonal)
+    KEY_MASK: tl.constexpr,  # mask keys >= N (a ragged last tile)
+):
+    """Fold key tiles [lo, hi) into (acc, l_i, m_i) with the online-softmax update; return them.
+
+    lo is a multiple of BLOCK_N. Masked scores must be -inf before the row max is taken.
+    """
+    # BEGIN SOLUTION
+    offs_d = tl.arange(0, HEAD_DIM)
+    offs_nb = tl.arange(0, BLOCK_N)
+    for start_n in range(lo, hi, BLOCK_N):
+        cols = start_n + offs_nb
+        if KEY_MASK:
+            k_t = tl.load(k_base + cols[None, :] * HEAD_DIM + offs_d[:, None],
+                          mask=cols[None, :] < N, other=0.0)
+            v = tl.load(v_base + cols[:, None] * HEAD_DIM + offs_d[None, :],
+                        mask=cols[:, None] < N, other=0.0)
+        else:
+            k_t = tl.load(k_base + cols[None, :] * HEAD_DIM + offs_d[:, None])  # (D, BLOCK_N)
+            v = tl.load(v_base + cols[:, None] * HEAD_DIM + offs_d[None, :])  # (BLOCK_N, D)
+        s = tl.dot(q, k_t) * qk_scale  # (BLOCK_M, BLOCK_N) logits, base 2
+        if CAUSAL_MASK:
+            s = tl.where(offs_m[:, None] >= cols[None, :], s, -float("inf"))
+        if KEY_MASK:
+            s = tl.where(cols[None, :] < N, s, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.math.exp2(m_i - m_new)  # rescales what was accumulated under the old max
+        p = tl.math.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p.to(v.dtype), v, acc)
+        m_i = m_new
+    return acc, l_i, m_i
+    # END SOLUTION
+
+
+@triton.jit
+def _attn_fwd_kernel(
+    Q, K, V, O, LSE,  # contiguous (B, H, N, D), (B, H_kv, N, D) x2, (B, H, N, D), (B, H, N) fp32
+    H, N, qk_scale,
+    GROUP: tl.constexpr,  # H // H_kv
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    CAUSAL: tl.constexpr,
+):
+    """Grid (cdiv(N, BLOCK_M), B * H): one query tile of one (batch, head) per program.
+
+    Write O (in O's dtype) and LSE = log(sum_j exp(s_ij)) in natural log for rows < N only.
+    Causal: key tiles entirely below the diagonal need no mask; only the band [start, start +
+    BLOCK_M) does; key tiles after it are skipped. Use 64-bit base offsets.
+    """
+    # BEGIN SOLUTION
+    if CAUSAL:  # the longest query tiles first: they finish last otherwise
+        start_m = tl.num_programs(0) - 1 - tl.program_id(0)
+    else:
+        start_m = tl.program_id(0)
+    off_bh = tl.program_id(1)
+    off_b = off_bh // H
+    off_hkv = (off_bh % H) // GROUP
+    kv_bh = (off_b * (H // GROUP) + off_hkv).to(tl.int64)
+    q_base = Q + off_bh.to(tl.int64) * N * HEAD_DIM
+    k_base = K + kv_bh * N * HEAD_DIM
+    v_base = V + kv_bh * N * HEAD_DIM
+
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < N
+    q = tl.load(q_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], mask=row_ok[:, None],
+                other=0.0)
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    if CAUSAL:
+        lo = start_m * BLOCK_M
+        acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, offs_m, 0, lo, N, qk_scale,
+                                   HEAD_DIM, BLOCK_N, False, False)
+        acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, offs_m, lo,
+                                   tl.minimum(lo + BLOCK_M, N), N, qk_scale,
+                                   HEAD_DIM, BLOCK_N, True, True)
+    else:
+        n_full = (N // BLOCK_N) * BLOCK_N
+        acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, offs_m, 0, n_full, N,
+                                   qk_scale, HEAD_DIM, BLOCK_N, False, False)
+        acc, l_i, m_i = _fwd_inner(acc, l_i, m_i, q, k_base, v_base, offs_m, n_full, N, N,
+                                   qk_scale, HEAD_DIM, BLOCK_N, False, True)
+    o = acc / l_i[:, None]
+    lse = (m_i + tl.math.log2(l_i)) * LN2
+    o_base = O + off_bh.to(tl.int64) * N * HEAD_DIM
+    tl.store(o_base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], o.to(O.dtype.element_ty),
+             mask=row_ok[:, None])
+    tl.store(LSE + off_bh.to(tl.int64) * N + offs_m, lse, mask=row_ok)
+    # END SOLUTION
+
+
+def flash_attn_forward(
+    q: Tensor, k: Tensor, v: Tensor, causal: bool = False, sm_scale: float | None = None,
+    config: BlockConfig | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Attention output and log-sum-exp, without materializing the N x N score matrix.
+
+    Args:
+        q: (B, H, N, d); k, v: (B, H_kv, N, d) with H % H_kv == 0; fp16, bf16 or fp32, any
+            strides (copied to contiguous if needed); d in (16, 32, 64, 128).
+        causal: query i attends to keys j <= i only.
+        sm_scale: softmax scale, default 1 / sqrt(d).
+        config: tiles (default: config.forward_config); block_m must be a multiple of block_n.
+
+    Returns:
+        o: (B, H, N, d) in q's dtype, o_i = sum_j softmax_j(s_i) v_j with s_ij = sm_scale q_i.k_j.
+        lse: (B, H, N) fp32, lse_i = log(sum_j exp(s_ij)) (natural log, masked keys excluded).
+    """
+    shape = AttnShape.of(q, k, v)
+    scale = 1.0 / math.sqrt(shape.head_dim) if sm_scale is None else float(sm_scale)
+    cfg = config or forward_config(shape.head_dim, q.is_cuda, q.dtype)
+    if cfg.block_m % cfg.block_n:
+        raise ValueError(f"forward needs block_m % block_n == 0, got {cfg}")
+    # BEGIN SOLUTION
+    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    b, h, n, d = q.shape
+    o = torch.empty_like(q)
+    lse = torch.empty((b, h, n), dtype=torch.float32, device=q.device)
+    grid = (triton.cdiv(n, cfg.block_m), b * h)
+    _attn_fwd_kernel[grid](
+        q, k, v, o, lse, h, n, scale * 1.4426950408889634,
+        GROUP=shape.group, HEAD_DIM=d, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, CAUSAL=causal,
+        num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+    )
+    return o, lse
+    # END SOLUTION

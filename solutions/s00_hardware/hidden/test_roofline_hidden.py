@@ -1,0 +1,125 @@
+"""Hidden: attention workloads, GQA, causal masking, the ridge edge, compute-bound decode, fp8 KV."""
+
+import pytest
+
+from hwnumerics import (
+    H100_SXM,
+    H200,
+    ModelSpec,
+    Workload,
+    analyze,
+    attainable_flops,
+    attention_decode_workload,
+    attention_prefill_workload,
+    decode_step_workload,
+    decode_tokens_per_s_bound,
+    gemm_workload,
+    gemv_workload,
+    kv_bytes_per_token,
+)
+
+
+@pytest.mark.points(2)
+def test_prefill_attention_intensity_is_seq_len_over_dtype_bytes():
+    w = attention_prefill_workload(4, 32, 4096, 128, dtype_bytes=2)
+    # flops = 4 * 4 * 32 * 4096**2 * 128 = 1_099_511_627_776
+    assert w.flops == pytest.approx(4 * 4 * 32 * 4096**2 * 128, rel=1e-12)
+    # bytes = Q, K, V read + O written = 4 * 4 * 32 * 4096 * 128 * 2 = 536_870_912
+    assert w.bytes == pytest.approx(536_870_912, rel=1e-12)
+    assert w.intensity == pytest.approx(4096 / 2, rel=1e-12)  # 2048 FLOP/byte
+    assert analyze(w, H100_SXM, "fp16").bound == "compute"
+
+
+@pytest.mark.points(1)
+def test_causal_prefill_counts_half_the_flops_and_the_same_bytes():
+    full = attention_prefill_workload(4, 32, 4096, 128, dtype_bytes=2)
+    causal = attention_prefill_workload(4, 32, 4096, 128, dtype_bytes=2, causal=True)
+    assert causal.flops == pytest.approx(549_755_813_888, rel=1e-12)  # 1_099_511_627_776 / 2
+    assert causal.bytes == pytest.approx(full.bytes, rel=1e-12)
+
+
+@pytest.mark.points(1)
+def test_gqa_prefill_reads_fewer_kv_bytes():
+    w = attention_prefill_workload(4, 32, 4096, 128, dtype_bytes=2, n_kv_heads=8)
+    # (2 * 4 * 32 [Q, O] + 2 * 4 * 8 [K, V]) * 4096 * 128 * 2 = 320 * 1_048_576 = 335_544_320
+    assert w.bytes == pytest.approx(335_544_320, rel=1e-12)
+    assert w.flops == pytest.approx(4 * 4 * 32 * 4096**2 * 128, rel=1e-12)  # heads of Q set the work
+
+
+@pytest.mark.points(2)
+def test_decode_attention_is_memory_bound_with_intensity_near_the_gqa_group():
+    w = attention_decode_workload(8, 32, 4096, 128, dtype_bytes=2, n_kv_heads=8)
+    assert w.flops == pytest.approx(4 * 8 * 32 * 4096 * 128, rel=1e-12)  # 536_870_912
+    # (2 * 8 * 8 * 4096 [K, V] + 2 * 8 * 32 [q, o]) * 128 * 2 = 134_348_800
+    assert w.bytes == pytest.approx(134_348_800, rel=1e-12)
+    assert w.intensity == pytest.approx(536_870_912 / 134_348_800, rel=1e-12)  # ~4 = 32 / 8
+    p = analyze(w, H200, "bf16")
+    assert p.bound == "memory"
+    assert p.min_time_s == pytest.approx(134_348_800 / 4.8e12, rel=1e-9)  # 28 us
+
+
+@pytest.mark.points(1)
+def test_batched_gemv_is_a_gemm_with_m_equal_to_batch():
+    w = gemv_workload(8192, 8192, dtype_bytes=2, batch=16)
+    assert w.flops == pytest.approx(2 * 16 * 8192 * 8192, rel=1e-12)
+    # (16 * 8192 [x] + 8192 * 8192 [W] + 16 * 8192 [y]) * 2 = 134_742_016
+    assert w.bytes == pytest.approx(134_742_016, rel=1e-12)
+
+
+@pytest.mark.points(1)
+def test_gemm_workload_of_a_rectangular_fp8_gemm():
+    w = gemm_workload(128, 4096, 14336, dtype_bytes=1)
+    assert w.flops == pytest.approx(2 * 128 * 4096 * 14336, rel=1e-12)
+    assert w.bytes == pytest.approx(128 * 14336 + 14336 * 4096 + 128 * 4096, rel=1e-12)
+
+
+@pytest.mark.points(1)
+def test_a_workload_exactly_at_the_ridge_is_compute_bound():
+    w = Workload(flops=989e12, bytes=3.35e12)  # intensity = 989e12 / 3.35e12 = the H100 ridge
+    p = analyze(w, H100_SXM, "bf16")
+    assert p.bound == "compute"
+    assert p.min_time_s == pytest.approx(1.0, rel=1e-12)  # both roofs give 1 s
+
+
+@pytest.mark.points(1)
+def test_attainable_flops_rejects_negative_intensity():
+    assert attainable_flops(H200, "bf16", 0.0) == 0.0
+    with pytest.raises(ValueError):
+        attainable_flops(H200, "bf16", -1.0)
+
+
+TINY = ModelSpec("tiny-1b", n_layers=16, hidden=2048, n_kv_heads=8, head_dim=64, n_params=1e9, dtype_bytes=2)
+
+
+@pytest.mark.points(2)
+def test_huge_batch_decode_becomes_compute_bound():
+    # batch 4096, empty context: flops = 4096 * 2e9 = 8.192e12 -> 8.28 ms at 989e12 FLOP/s;
+    # bytes = 2e9 -> 0.42 ms at 4.8e12 B/s. Compute wins: tokens/s = 989e12 / 2e9 = 494_500.
+    assert decode_tokens_per_s_bound(TINY, H200, "bf16", batch=4096, context=0) == pytest.approx(
+        494_500, rel=1e-9)
+
+
+@pytest.mark.points(1)
+def test_decode_attention_flops_use_hidden_and_context():
+    w = decode_step_workload(TINY, batch=2, context=1000)
+    # 2 * (2 * 1e9 + 4 * 16 layers * 1000 * 2048) = 2 * 2_131_072_000
+    assert w.flops == pytest.approx(2 * (2e9 + 4 * 16 * 1000 * 2048), rel=1e-12)
+    # 2e9 weight bytes + 2 * 1000 * (2 * 16 * 8 * 64 * 2 = 32_768) KV bytes
+    assert w.bytes == pytest.approx(2e9 + 2 * 1000 * 32_768, rel=1e-12)
+
+
+@pytest.mark.points(1)
+def test_fp8_kv_cache_halves_kv_bytes_and_int4_weights_quarter_weight_bytes():
+    m = ModelSpec("q", n_layers=32, hidden=4096, n_kv_heads=8, head_dim=128, n_params=8e9,
+                  dtype_bytes=0.5, kv_dtype_bytes=1)
+    assert kv_bytes_per_token(m) == 65_536  # 2 * 32 * 8 * 128 * 1
+    assert decode_step_workload(m, batch=1, context=10).bytes == pytest.approx(4e9 + 10 * 65_536, rel=1e-12)
+
+
+@pytest.mark.points(1)
+def test_decode_rejects_bad_batch_or_context():
+    assert decode_step_workload(TINY, batch=1, context=0).bytes == pytest.approx(2e9, rel=1e-12)
+    with pytest.raises(ValueError):
+        decode_step_workload(TINY, batch=0, context=10)
+    with pytest.raises(ValueError):
+        decode_step_workload(TINY, batch=1, context=-1)

@@ -1,0 +1,112 @@
+"""Hidden: statistics edge cases, warm-up excluded, the FLOP/byte counts of the ceilings, and (GPU)
+a physics check on the measured copy bandwidth."""
+
+import statistics
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import hwnumerics.microbench as microbench
+from hwnumerics import H100_SXM, H200, BenchStats, benchmark, copy_bandwidth, gemm_tflops, summarize
+
+
+@pytest.mark.points(1)
+def test_median_of_an_even_count_is_the_mean_of_the_middle_two():
+    s = summarize([4.0, 1.0, 3.0, 2.0])
+    assert s.median_s == 2.5
+    assert s.p10_s == pytest.approx(float(np.percentile([4.0, 1.0, 3.0, 2.0], 10)), rel=1e-12)
+
+
+@pytest.mark.points(1)
+def test_median_resists_one_outlier_unlike_mean():
+    times = [0.001] * 9 + [1.0]  # one rep hit by a context switch
+    s = summarize(times)
+    assert s.median_s == pytest.approx(0.001, rel=1e-12)
+    assert s.mean_s == pytest.approx(statistics.mean(times), rel=1e-12)
+    assert s.stdev_s == pytest.approx(statistics.stdev(times), rel=1e-9)
+
+
+@pytest.mark.points(1)
+def test_summarize_single_rep_and_empty_input():
+    s = summarize([0.25])
+    assert (s.median_s, s.mean_s, s.stdev_s, s.p10_s, s.p90_s) == (0.25, 0.25, 0.0, 0.25, 0.25)
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+@pytest.mark.points(1)
+def test_benchmark_rejects_bad_counts():
+    assert benchmark(lambda: None, warmup=0, reps=1, device="cpu").reps == 1
+    with pytest.raises(ValueError):
+        benchmark(lambda: None, warmup=-1, reps=5, device="cpu")
+    with pytest.raises(ValueError):
+        benchmark(lambda: None, warmup=1, reps=0, device="cpu")
+
+
+@pytest.mark.points(2)
+def test_warmup_calls_do_not_enter_the_statistics(monkeypatch):
+    now = [0.0]
+    durations = iter([50.0, 50.0, 50.0] + [0.002, 0.001, 0.003, 0.002])
+
+    def fn():
+        now[0] += next(durations)
+
+    monkeypatch.setattr(time, "perf_counter", lambda: now[0])
+    s = benchmark(fn, warmup=3, reps=4, device="cpu")
+    assert s.max_s == pytest.approx(0.003, abs=1e-9)
+    assert s.median_s == pytest.approx(0.002, abs=1e-9)
+    assert s.stdev_s == pytest.approx(statistics.stdev([0.002, 0.001, 0.003, 0.002]), rel=1e-6)
+
+
+def fake_benchmark(median_s: float, seen: list):
+    """Stands in for microbench.benchmark: runs fn once (it must work), reports a fixed median."""
+
+    def bench(fn, *, warmup=3, reps=20, flush_l2=True, device=None):
+        fn()
+        seen.append(dict(warmup=warmup, reps=reps, device=device))
+        return BenchStats((median_s,), median_s, median_s, 0.0, median_s, median_s, median_s, median_s)
+
+    return bench
+
+
+@pytest.mark.points(2)
+def test_copy_bandwidth_counts_bytes_read_plus_written(monkeypatch):
+    seen = []
+    monkeypatch.setattr(microbench, "benchmark", fake_benchmark(1e-3, seen))
+    bw = copy_bandwidth(1 << 20, device="cpu", warmup=2, reps=7)
+    assert bw == pytest.approx(2 * (1 << 20) / 1e-3, rel=1e-12)  # 2.1e9 B/s
+    assert seen and seen[0]["warmup"] == 2 and seen[0]["reps"] == 7
+
+
+@pytest.mark.points(2)
+def test_gemm_tflops_counts_2n_cubed(monkeypatch):
+    seen = []
+    monkeypatch.setattr(microbench, "benchmark", fake_benchmark(0.5, seen))
+    tflops = gemm_tflops(64, torch.float32, device="cpu", warmup=1, reps=3)
+    assert tflops == pytest.approx(2 * 64**3 / 0.5 / 1e12, rel=1e-12)
+    assert seen and seen[0]["reps"] == 3
+
+
+@pytest.mark.points(1)
+def test_cpu_ceilings_are_positive_and_finite():
+    # Real timing, no bound on the value (machines differ): only that the pipeline produces one.
+    assert 0 < copy_bandwidth(1 << 16, device="cpu", warmup=1, reps=3) < float("inf")
+    assert 0 < gemm_tflops(32, torch.float32, device="cpu", warmup=1, reps=3) < float("inf")
+
+
+DATASHEETS = {"h100": H100_SXM, "h200": H200}
+
+
+@pytest.mark.gpu
+@pytest.mark.points(1)
+def test_measured_copy_bandwidth_does_not_beat_the_datasheet():
+    from autograder.hardware import hardware_tag
+
+    spec = DATASHEETS.get(hardware_tag())
+    if spec is None:
+        pytest.skip(f"no datasheet for {hardware_tag()}")
+    bw = copy_bandwidth(1 << 30, device="cuda", warmup=3, reps=20)
+    # HBM cannot move bytes faster than its datasheet rate; a timer that misses work reports more.
+    assert 0.3 * spec.mem_bw < bw <= 1.02 * spec.mem_bw, f"{bw / 1e12:.2f} TB/s on {spec.name}"

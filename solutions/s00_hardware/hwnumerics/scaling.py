@@ -1,0 +1,89 @@
+"""FP8 with scales: map each tensor (or block) so its largest magnitude lands on the format's max.
+
+scale = amax / fmt.max_finite (float32), stored value = round(x / scale), x ~ value * scale.
+Per-tensor uses one scale; per-block uses one scale per `block_size` consecutive elements of the
+last dim (the 1 x 128 activation tiles of DeepSeek-V3), so one outlier only coarsens its block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .formats import FP8_E4M3, FloatFormat, from_bits, to_bits
+
+
+@dataclass(frozen=True)
+class ScaledTensor:
+    """A quantized tensor.
+
+    bits: int32 patterns of `fmt`, same shape as the input x: (..., n).
+    scale: float32; shape () per-tensor, or (..., n // block_size) per-block.
+    block_size: None for per-tensor, else the number of last-dim elements sharing a scale.
+    """
+
+    bits: Tensor
+    scale: Tensor
+    fmt: FloatFormat
+    block_size: int | None = None
+
+
+def _scale_from_amax(amax: Tensor, fmt: FloatFormat) -> Tensor:
+    """float32 scale = amax / max_finite; an all-zero group gets scale 1 (not 0, which gives NaN)."""
+    # BEGIN SOLUTION
+    scale = amax.to(torch.float32) / fmt.max_finite
+    return torch.where(amax > 0, scale, torch.ones_like(scale))
+    # END SOLUTION
+
+
+def quantize_per_tensor(x: Tensor, fmt: FloatFormat = FP8_E4M3) -> ScaledTensor:
+    """One scale for the whole tensor.
+
+    amax = max |x| (float32); scale = amax / fmt.max_finite computed in float32 (1.0 if amax is 0);
+    bits = to_bits(x / scale, fmt) with the division done in float32.
+    ValueError if x is not float32 or holds a non-finite value.
+    """
+    # BEGIN SOLUTION
+    _check_input(x)
+    scale = _scale_from_amax(x.abs().amax(), fmt)
+    return ScaledTensor(bits=to_bits(x / scale, fmt), scale=scale, fmt=fmt, block_size=None)
+    # END SOLUTION
+
+
+def quantize_per_block(x: Tensor, block_size: int, fmt: FloatFormat = FP8_E4M3) -> ScaledTensor:
+    """One scale per `block_size` consecutive elements of the last dim.
+
+    x: (..., n) with n divisible by block_size (else ValueError). For block j of a row,
+    amax_j = max |x[..., j*block_size:(j+1)*block_size]|, scale[..., j] = amax_j / fmt.max_finite
+    in float32 (1.0 for an all-zero block), and those elements are stored as
+    to_bits(x_elem / scale[..., j], fmt). ValueError as in quantize_per_tensor.
+    """
+    # BEGIN SOLUTION
+    _check_input(x)
+    if block_size < 1 or x.dim() == 0 or x.shape[-1] % block_size != 0:
+        raise ValueError(f"last dim of shape {tuple(x.shape)} must be divisible by block_size={block_size}")
+    blocks = x.reshape(*x.shape[:-1], x.shape[-1] // block_size, block_size)  # (..., nb, bs)
+    scale = _scale_from_amax(blocks.abs().amax(dim=-1), fmt)  # (..., nb)
+    bits = to_bits(blocks / scale.unsqueeze(-1), fmt).reshape(x.shape)
+    return ScaledTensor(bits=bits, scale=scale, fmt=fmt, block_size=block_size)
+    # END SOLUTION
+
+
+def dequantize(t: ScaledTensor) -> Tensor:
+    """float32 approximation of the original tensor: from_bits(bits) * scale (broadcast per block)."""
+    # BEGIN SOLUTION
+    values = from_bits(t.bits, t.fmt)
+    if t.block_size is None:
+        return values * t.scale
+    blocks = values.reshape(*values.shape[:-1], values.shape[-1] // t.block_size, t.block_size)
+    return (blocks * t.scale.unsqueeze(-1)).reshape(values.shape)
+    # END SOLUTION
+
+
+def _check_input(x: Tensor) -> None:
+    if x.dtype != torch.float32:
+        raise ValueError(f"expected a float32 tensor, got {x.dtype}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("cannot choose a scale for a tensor holding inf or NaN")

@@ -1,0 +1,53 @@
+"""GPU tier: the student's timer and ceilings agree with the course timer, measured in the same run."""
+
+import pytest
+import torch
+
+from hwnumerics import benchmark, copy_bandwidth, gemm_tflops
+
+# Back-to-back measurements of the same kernel on one GPU agree to a few percent; a timer that
+# reads the CPU clock without synchronising measures the launch (~10 us) and misses by >10x.
+AGREEMENT = 0.10
+
+
+@pytest.mark.gpu
+@pytest.mark.points(3)
+def test_benchmark_agrees_with_course_timer_on_a_gemm():
+    from autograder.timing import measure
+
+    torch.manual_seed(0)
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    ref = measure(lambda: a @ b, warmup=5, reps=50).median_s
+    ours = benchmark(lambda: a @ b, warmup=5, reps=50, flush_l2=True, device="cuda").median_s
+    assert ours == pytest.approx(ref, rel=AGREEMENT), f"ours {ours * 1e6:.1f} us vs course {ref * 1e6:.1f} us"
+
+
+@pytest.mark.gpu
+@pytest.mark.points(2)
+def test_copy_bandwidth_agrees_with_course_timer():
+    from autograder.timing import measure
+
+    nbytes = 1 << 30  # 1 GiB: far past L2, the copy streams HBM
+    src = torch.ones(nbytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    ref = 2 * nbytes / measure(lambda: dst.copy_(src), warmup=3, reps=20).median_s
+    del src, dst
+    ours = copy_bandwidth(nbytes, device="cuda", warmup=3, reps=20)
+    msg = f"ours {ours / 1e12:.2f} vs course {ref / 1e12:.2f} TB/s"
+    assert ours == pytest.approx(ref, rel=AGREEMENT), msg
+
+
+@pytest.mark.gpu
+@pytest.mark.points(2)
+def test_gemm_tflops_agrees_with_course_timer():
+    from autograder.timing import measure
+
+    n = 8192
+    torch.manual_seed(0)
+    a = torch.randn(n, n, device="cuda").to(torch.bfloat16)
+    b = torch.randn(n, n, device="cuda").to(torch.bfloat16)
+    ref = 2 * n**3 / measure(lambda: torch.matmul(a, b), warmup=5, reps=20).median_s / 1e12
+    del a, b
+    ours = gemm_tflops(n, torch.bfloat16, device="cuda", warmup=5, reps=20)
+    assert ours == pytest.approx(ref, rel=AGREEMENT), f"ours {ours:.0f} vs course {ref:.0f} TFLOP/s"
