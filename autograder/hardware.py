@@ -41,6 +41,8 @@ def hardware_tag(override: str | None = None) -> str:
         return override.lower()
     if env := os.environ.get(ENV_VAR):
         return env.lower()
+    if not _nvidia_device_present():
+        return "cpu"  # skip importing torch (seconds) where no GPU can exist
     try:
         import torch
     except ImportError:
@@ -48,6 +50,14 @@ def hardware_tag(override: str | None = None) -> str:
     if not torch.cuda.is_available():
         return "cpu"
     return tag_from_device_name(torch.cuda.get_device_name(0))
+
+
+def _nvidia_device_present() -> bool:
+    """A cheap pre-check: NVIDIA's driver exposes /dev/nvidia0 (or /proc/driver/nvidia) when a GPU
+    is usable; CUDA_VISIBLE_DEVICES="" hides them all, as torch would."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
+        return False
+    return os.path.exists("/dev/nvidia0") or os.path.exists("/proc/driver/nvidia/gpus")
 
 
 def has_cuda() -> bool:
