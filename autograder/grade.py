@@ -39,6 +39,8 @@ def _base_env(workdir: Path, threads: int) -> dict[str, str]:
         "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACKEND": "Agg",
         "TRITON_CACHE_DIR": str(workdir / "tmp" / "triton"), "TOKENIZERS_PARALLELISM": "false",
         "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+        # the sandbox uid has no passwd entry: getpass.getuser() (torch inductor caches) reads these
+        "USER": "student", "LOGNAME": "student",
     }
     for passthrough in ("CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET", "AUTOGRADER_HARDWARE", "LANG", "LC_ALL"):
         if passthrough in os.environ:
