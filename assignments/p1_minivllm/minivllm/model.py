@@ -1,0 +1,151 @@
+"""LLaMA over a flat varlen batch (given: the engine, not the model, is the point of this capstone).
+
+Numerics follow HF `LlamaForCausalLM`: RMSNorm in fp32, RoPE cos/sin computed in fp32 then cast,
+SwiGLU MLP, no biases. Parameter names match the HF checkpoint, so `load_weights` is a plain
+state-dict load from the folder's safetensors files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+from torch import Tensor, nn
+
+from .attention import AttentionMetadata, attend, store_kvcache
+from .config import ModelConfig
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * h.to(x.dtype)
+
+
+def rope_cos_sin(positions: Tensor, inv_freq: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """positions (T,) -> cos, sin of shape (T, 1, head_dim), computed in fp32 and cast to dtype."""
+    freqs = positions.float()[:, None] * inv_freq[None, :]
+    emb = torch.cat([freqs, freqs], dim=-1)[:, None, :]
+    return emb.cos().to(dtype), emb.sin().to(dtype)
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """x: (T, heads, head_dim), rotate-half convention of HF LLaMA."""
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig, backend: str) -> None:
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        self.scale = cfg.head_dim ** -0.5
+        self.backend = backend
+        self.q_proj = nn.Linear(cfg.hidden_size, cfg.num_heads * cfg.head_dim, bias=False)
+        self.k_proj = nn.Linear(cfg.hidden_size, cfg.num_kv_heads * cfg.head_dim, bias=False)
+        self.v_proj = nn.Linear(cfg.hidden_size, cfg.num_kv_heads * cfg.head_dim, bias=False)
+        self.o_proj = nn.Linear(cfg.num_heads * cfg.head_dim, cfg.hidden_size, bias=False)
+
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, meta: AttentionMetadata,
+                k_cache: Tensor, v_cache: Tensor) -> Tensor:
+        t = x.shape[0]
+        q = apply_rope(self.q_proj(x).view(t, self.num_heads, self.head_dim), cos, sin)
+        k = apply_rope(self.k_proj(x).view(t, self.num_kv_heads, self.head_dim), cos, sin)
+        v = self.v_proj(x).view(t, self.num_kv_heads, self.head_dim)
+        store_kvcache(k, v, k_cache, v_cache, meta.slot_mapping)
+        out = attend(q, k_cache, v_cache, meta, self.scale, self.backend)  # (T, H, D)
+        return self.o_proj(out.reshape(t, self.num_heads * self.head_dim))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig, backend: str) -> None:
+        super().__init__()
+        self.self_attn = Attention(cfg, backend)
+        self.mlp = MLP(cfg)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, meta: AttentionMetadata, kv: Tensor) -> Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, meta, kv[0], kv[1])
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, cfg: ModelConfig, backend: str) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(cfg, backend) for _ in range(cfg.num_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+
+class LlamaForCausalLM(nn.Module):
+    """forward(input_ids (T,), positions (T,), meta, kv_cache) -> final hidden states (T, hidden).
+
+    kv_cache: (num_layers, 2, num_blocks, block_size, num_kv_heads, head_dim); layer l reads and
+    writes kv_cache[l, 0] (keys) and kv_cache[l, 1] (values).
+    """
+
+    def __init__(self, cfg: ModelConfig, backend: str = "torch") -> None:
+        super().__init__()
+        self.config = cfg
+        self.model = LlamaModel(cfg, backend)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        self.register_buffer("inv_freq", _inv_freq(cfg), persistent=False)
+
+    @classmethod
+    def build(cls, cfg: ModelConfig, backend: str, device: torch.device, dtype: torch.dtype) -> LlamaForCausalLM:
+        """A randomly initialised model on `device` in `dtype`, with the RoPE frequencies kept in fp32."""
+        with torch.device(device):
+            model = cls(cfg, backend).to(dtype)
+        model.inv_freq = _inv_freq(cfg).to(device)  # .to(dtype) above rounded them
+        return model.eval()
+
+    def forward(self, input_ids: Tensor, positions: Tensor, meta: AttentionMetadata, kv_cache: Tensor) -> Tensor:
+        x = self.model.embed_tokens(input_ids)
+        cos, sin = rope_cos_sin(positions, self.inv_freq, x.dtype)
+        for layer, kv in zip(self.model.layers, kv_cache):
+            x = layer(x, cos, sin, meta, kv)
+        return self.model.norm(x)
+
+    def compute_logits(self, hidden: Tensor) -> Tensor:
+        """(S, hidden) -> fp32 logits (S, vocab)."""
+        return self.lm_head(hidden).float()
+
+
+def _inv_freq(cfg: ModelConfig) -> Tensor:
+    return 1.0 / cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float) / cfg.head_dim)
+
+
+def load_weights(model: LlamaForCausalLM, model_path: str | Path) -> None:
+    """Loads every `*.safetensors` file of an HF folder into `model` (strict; tied lm_head allowed)."""
+    files = sorted(Path(model_path).glob("*.safetensors"))
+    if not files:
+        raise ValueError(f"no .safetensors file in {model_path}")
+    state: dict[str, Tensor] = {}
+    for f in files:
+        state.update(load_file(str(f)))
+    if "lm_head.weight" not in state and model.config.tie_word_embeddings:
+        state["lm_head.weight"] = state["model.embed_tokens.weight"]
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise ValueError(f"checkpoint mismatch: missing {missing}, unexpected {unexpected}")

@@ -1,0 +1,141 @@
+"""Executes a step: owns the model weights and the paged KV pool, builds the batch, samples.
+
+The KV pool is one tensor allocated once: (num_layers, 2, num_blocks, block_size, num_kv_heads,
+head_dim). Its size is `EngineConfig.num_kv_blocks`, or on CUDA whatever `gpu_memory_utilization`
+of the device's memory leaves after the weights and the activations of a full-budget step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from .attention import AttentionMetadata
+from .config import EngineConfig, ModelConfig
+from .model import LlamaForCausalLM, load_weights
+from .sampler import sample
+from .scheduler import ScheduledSeq
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+@dataclass
+class Batch:
+    """One step's model input, built by `ModelRunner.prepare`.
+
+    input_ids: (T,) int64, the new tokens of the scheduled sequences, sequence after sequence.
+    positions: (T,) int64, each token's position in its sequence.
+    attn: slots, lengths and block tables (see AttentionMetadata).
+    logits_indices: (S,) int64, the row of the last token of each sequence whose new tokens reach
+        its end (num_computed_tokens + num_tokens == num_tokens of the sequence): only those sample.
+    sample_rows: for each of those S sequences, its index in the scheduled list.
+    """
+
+    input_ids: Tensor
+    positions: Tensor
+    attn: AttentionMetadata
+    logits_indices: Tensor
+    sample_rows: list[int]
+
+
+class ModelRunner:
+    def __init__(self, model_path: str | Path, model_config: ModelConfig, config: EngineConfig,
+                 max_model_len: int) -> None:
+        self.config, self.model_config = config, model_config
+        self.block_size = config.block_size
+        self.max_model_len = max_model_len
+        cuda = torch.cuda.is_available() if config.device == "auto" else config.device == "cuda"
+        if cuda and not torch.cuda.is_available():
+            raise ValueError("device='cuda' but CUDA is not available")
+        self.device = torch.device("cuda" if cuda else "cpu")
+        self.dtype = _DTYPES[config.dtype] if config.dtype != "auto" else torch.bfloat16 if cuda else torch.float32
+        backend = config.attention_backend if config.attention_backend != "auto" else "triton" if cuda else "torch"
+        self.model = LlamaForCausalLM.build(model_config, backend, self.device, self.dtype)
+        load_weights(self.model, model_path)
+        self.num_kv_blocks = config.num_kv_blocks or self._blocks_that_fit()
+        m = model_config
+        self.kv_cache = torch.zeros(m.num_layers, 2, self.num_kv_blocks, self.block_size, m.num_kv_heads,
+                                    m.head_dim, dtype=self.dtype, device=self.device)
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return self.model_config.kv_elements_per_token * self.dtype.itemsize
+
+    @property
+    def weight_bytes(self) -> int:
+        return sum(p.numel() * p.element_size() for p in self.model.parameters())
+
+    def _blocks_that_fit(self) -> int:
+        """CPU: room for max_num_seqs sequences of max_model_len. CUDA: what the memory fraction leaves."""
+        per_seq = -(-self.max_model_len // self.block_size)
+        if self.device.type == "cpu":
+            return self.config.max_num_seqs * per_seq
+        block_bytes = self.block_size * self.kv_bytes_per_token
+        peak_activations = self._warmup()
+        free, total = torch.cuda.mem_get_info(self.device)
+        budget = total * self.config.gpu_memory_utilization - (total - free) - peak_activations
+        num_blocks = int(budget // block_bytes)
+        if num_blocks < per_seq:
+            raise ValueError(f"gpu_memory_utilization={self.config.gpu_memory_utilization} leaves room for "
+                             f"{max(num_blocks, 0)} KV blocks, fewer than one sequence of max_model_len needs")
+        return num_blocks
+
+    @torch.inference_mode()
+    def _warmup(self) -> int:
+        """Runs one full-budget prefill on a scratch cache; returns the activations' peak bytes."""
+        n = min(self.config.max_num_batched_tokens, self.max_model_len)
+        seqs = max(1, min(self.config.max_num_seqs, self.config.max_num_batched_tokens // n))
+        blocks = -(-n // self.block_size)
+        m = self.model_config
+        cache = torch.zeros(m.num_layers, 2, seqs * blocks, self.block_size, m.num_kv_heads, m.head_dim,
+                            dtype=self.dtype, device=self.device)
+        tables = torch.arange(seqs * blocks, dtype=torch.int32, device=self.device).view(seqs, blocks)
+        meta = AttentionMetadata(
+            slot_mapping=torch.cat([torch.arange(n, device=self.device) + s * blocks * self.block_size
+                                    for s in range(seqs)]),
+            query_start_loc=torch.arange(seqs + 1, dtype=torch.int32, device=self.device) * n,
+            context_lens=torch.full((seqs,), n, dtype=torch.int32, device=self.device),
+            block_tables=tables, query_lens_cpu=[n] * seqs, context_lens_cpu=[n] * seqs)
+        ids = torch.zeros(seqs * n, dtype=torch.long, device=self.device)
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        before = torch.cuda.memory_allocated(self.device)
+        hidden = self.model(ids, torch.arange(n, device=self.device).repeat(seqs), meta, cache)
+        self.model.compute_logits(hidden[-seqs:])
+        peak = torch.cuda.max_memory_allocated(self.device) - before
+        del cache, hidden
+        torch.cuda.empty_cache()
+        return peak
+
+    def prepare(self, scheduled: list[ScheduledSeq]) -> Batch:
+        """Flattens the scheduled chunks into one varlen batch, in the order given.
+
+        For a sequence with c = num_computed_tokens and n = num_tokens scheduled: its input ids are
+        token_ids[c:c+n], their positions c..c+n-1, the slot of position p is
+        block_table[p // block_size] * block_size + p % block_size, its query length is n and its
+        context length c + n; its block-table row is padded with 0 to the longest table in the batch.
+        Tensors go to the runner's device (int64 ids/positions/slots/logits indices, int32 rest).
+        """
+        raise NotImplementedError("p1.14: ModelRunner.prepare")
+
+    @torch.inference_mode()
+    def run(self, scheduled: list[ScheduledSeq]) -> list[int | None]:
+        """One forward over the scheduled tokens; returns each scheduled sequence's sampled token, or
+        None for a prefill chunk that does not reach its sequence's end.
+
+        Sequences with one new token go first in the batch, so a decode kernel can take them."""
+        order = sorted(range(len(scheduled)), key=lambda i: scheduled[i].num_tokens != 1)
+        batch = self.prepare([scheduled[i] for i in order])
+        sampled: list[int | None] = [None] * len(scheduled)
+        hidden = self.model(batch.input_ids, batch.positions, batch.attn, self.kv_cache)
+        if not batch.sample_rows:
+            return sampled
+        logits = self.model.compute_logits(hidden[batch.logits_indices])
+        seqs = [scheduled[order[r]].seq for r in batch.sample_rows]
+        tokens = sample(logits, [s.params for s in seqs], [s.generator for s in seqs])
+        for r, token in zip(batch.sample_rows, tokens):
+            sampled[order[r]] = token
+        return sampled
