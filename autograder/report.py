@@ -38,23 +38,57 @@ def summary_line(result: AssignmentResult) -> str:
     return line
 
 
+def _detail(t: TestResult) -> str:
+    """Perf bars, else the grader's reason, else the first error line pytest printed ("E   ...")."""
+    if t.perf_notes:
+        return "; ".join(t.perf_notes)
+    if t.reason:
+        return t.reason.splitlines()[0][:160]
+    errors = [line[1:].strip() for line in t.output.splitlines() if line.startswith("E ")]
+    return errors[0][:160] if errors else ""
+
+
+def _test_row(t: TestResult, label: str) -> tuple[str, ...]:
+    points = f"{_fmt(t.score)}/{_fmt(t.test.points)}" if t.graded else f"–/{_fmt(t.test.points)}"
+    status = f"[{STYLE.get(t.status, 'white')}]{t.status.replace('_', ' ')}[/]"
+    return (label, "hidden" if t.test.hidden else "public", status, points, f"{t.duration_s:.1f}s", _detail(t))
+
+
+def _file_rows(tests: list[TestResult], verbose: bool) -> list[tuple[str, ...]]:
+    """A file whose tests all passed is one row; otherwise its other tests are listed one by one."""
+    file = tests[0].test.file
+    suite = "hidden" if tests[0].test.hidden else "public"
+    quiet = [t for t in tests if t.status == PASSED and not t.perf_notes] if not verbose else []
+    if len(quiet) == len(tests):
+        points = f"{_fmt(sum(t.score for t in tests))}/{_fmt(sum(t.test.points for t in tests))}"
+        return [(f"{file} ({len(tests)} tests)", suite, f"[green]passed[/]", points,
+                 f"{sum(t.duration_s for t in tests):.1f}s", "")]
+    rows = [(f"[bold]{file}[/]", suite, "", "", "", "")]
+    rows += [_test_row(t, "  " + t.test.nodeid.split("::", 1)[-1]) for t in tests if t not in quiet]
+    if quiet:
+        rows.append((f"  … {len(quiet)} more passed", suite, "[green]passed[/]",
+                     f"{_fmt(sum(t.score for t in quiet))}/{_fmt(sum(t.test.points for t in quiet))}", "", ""))
+    return rows
+
+
 def print_result(result: AssignmentResult, console: Console | None = None, verbose: bool = False) -> None:
+    """The table of one assignment: passing files folded to one row unless `verbose`."""
     console = console or Console()
     table = Table(title=f"{result.id} — {result.title}  [{result.hardware}, sandbox {result.sandbox}, {result.source}]")
-    for column in ("test", "suite", "status", "points", "time", "perf / reason"):
-        table.add_column(column, overflow="fold")
+    table.add_column("test", ratio=3, overflow="fold")
+    for column in ("suite", "status", "points", "time"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("perf / reason", ratio=2, overflow="fold")
+    by_file: dict[str, list[TestResult]] = {}
     for t in result.tests:
-        detail = "; ".join(t.perf_notes) or t.reason.splitlines()[0][:120] if (t.perf_notes or t.reason) else ""
-        table.add_row(
-            t.test.nodeid, "hidden" if t.test.hidden else "public",
-            f"[{STYLE.get(t.status, 'white')}]{t.status.replace('_', ' ')}[/]",
-            f"{_fmt(t.score)}/{_fmt(t.test.points)}" if t.graded else f"–/{_fmt(t.test.points)}",
-            f"{t.duration_s:.1f}s", detail,
-        )
+        by_file.setdefault(t.test.file, []).append(t)
+    for tests in by_file.values():
+        for row in _file_rows(tests, verbose):
+            table.add_row(*row)
     console.print(table)
     if verbose:
         for t in result.tests:
-            if t.status != PASSED and t.status != NOT_GRADED and not t.test.hidden and (t.output or t.reason):
+            if t.status not in (PASSED, NOT_GRADED) and not t.test.hidden and (t.output or t.reason):
                 console.rule(f"[red]{t.test.nodeid}")
                 console.print(t.reason, markup=False)
                 console.print(t.output[-2500:], markup=False, highlight=False)

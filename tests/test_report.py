@@ -45,3 +45,17 @@ def test_junit_and_markdown_name_failures(tmp_path):
     report.write_junit(tmp_path / "j.xml", [r])
     assert '<failure message="assert 1 == 2"' in (tmp_path / "j.xml").read_text()
     assert "assert 1 == 2" in report.markdown([r])
+
+
+def test_terminal_table_folds_passing_files_and_names_the_error_of_failures():
+    from rich.console import Console
+
+    r = _result(["passed", "passed", "failed"])
+    r.tests[2].test.file = "tests/test_b.py"
+    r.tests[2].test.nodeid = "tests/test_b.py::t2"
+    r.tests[2].output = "    assert x\nE   NotImplementedError: s00.1: add\n"
+    console = Console(width=160, record=True)
+    report.print_result(r, console)
+    text = console.export_text()
+    assert "tests/test_a.py (2 tests)" in text and "t0" not in text  # folded into one row
+    assert "NotImplementedError: s00.1: add" in text
