@@ -65,18 +65,18 @@ def set_threshold(text: str, metric: str, tag: str, bar: Proposal, comment: str)
     line = f"{tag} = {{ pass = {bar.pass_bar:.4g}, full = {bar.full_bar:.4g} }}  # {comment}\n"
     lines = text.splitlines(keepends=True)
     header = f"[perf.{metric}.thresholds]"
-    if not any(l.strip() == header for l in lines):
+    if not any(row.strip() == header for row in lines):
         section = f"[perf.{metric}]"
-        start = next((i for i, l in enumerate(lines) if l.strip() == section), None)
+        start = next((i for i, row in enumerate(lines) if row.strip() == section), None)
         if start is None:
             raise GraderError(f"assignment.toml has no [perf.{metric}] table for a recorded metric")
         end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
-        lines = [l for i, l in enumerate(lines) if not (start < i < end and re.match(r"\s*thresholds\s*=\s*\{\s*\}", l))]
+        lines = [row for i, row in enumerate(lines) if not (start < i < end and re.match(r"\s*thresholds\s*=\s*\{\s*\}", row))]
         end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
         lines[end:end] = [header + "\n"]
-    at = next(i for i, l in enumerate(lines) if l.strip() == header)
+    at = next(i for i, row in enumerate(lines) if row.strip() == header)
     end = next((i for i in range(at + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
-    kept = [l for l in lines[at + 1 : end] if not re.match(rf"\s*{re.escape(tag)}\s*=", l)]
+    kept = [row for row in lines[at + 1 : end] if not re.match(rf"\s*{re.escape(tag)}\s*=", row)]
     return "".join(lines[: at + 1] + [line] + kept + lines[end:])
 
 

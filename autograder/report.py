@@ -61,7 +61,7 @@ def _file_rows(tests: list[TestResult], verbose: bool) -> list[tuple[str, ...]]:
     quiet = [t for t in tests if t.status == PASSED and not t.perf_notes] if not verbose else []
     if len(quiet) == len(tests):
         points = f"{_fmt(sum(t.score for t in tests))}/{_fmt(sum(t.test.points for t in tests))}"
-        return [(f"{file} ({len(tests)} tests)", suite, f"[green]passed[/]", points,
+        return [(f"{file} ({len(tests)} tests)", suite, "[green]passed[/]", points,
                  f"{sum(t.duration_s for t in tests):.1f}s", "")]
     rows = [(f"[bold]{file}[/]", suite, "", "", "", "")]
     rows += [_test_row(t, "  " + t.test.nodeid.split("::", 1)[-1]) for t in tests if t not in quiet]

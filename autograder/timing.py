@@ -97,7 +97,7 @@ def _measure_cuda(fn: Callable[[], object], warmup: int, reps: int, flush_l2: bo
         fn()
         ends[i].record()
     torch.cuda.synchronize(device)
-    return Timing.from_samples([s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)])
+    return Timing.from_samples([s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)])
 
 
 def copy_bandwidth(nbytes: int = 1 << 30, *, device: object | None = None, reps: int = 20) -> float:
