@@ -21,7 +21,7 @@ from autograder.sandbox.base import sandbox_uid
 from autograder.sandbox.docker import DOCKER_UID
 from autograder.score import score_all
 from autograder.spec import AssignmentSpec
-from autograder.stage import cleanup, give_to, new_root, stage, student_package
+from autograder.stage import TEST_DIRS, cleanup, give_to, new_root, stage, student_package
 from autograder.stubs import render_package
 
 GRADER_ROOT = Path(__file__).resolve().parent.parent
@@ -219,4 +219,4 @@ def _package_files(directory: Path, spec: AssignmentSpec) -> dict[Path, bytes]:
 
 def test_files(course: Course, assignment_id: str) -> list[str]:
     master = course.master_dir(assignment_id)
-    return sorted(str(p.relative_to(master)) for d in ("tests", "hidden") for p in (master / d).glob("test_*.py"))
+    return sorted(str(p.relative_to(master)) for d in TEST_DIRS for p in (master / d).glob("test_*.py"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -60,6 +61,7 @@ def _nvidia_device_present() -> bool:
     return os.path.exists("/dev/nvidia0") or os.path.exists("/proc/driver/nvidia/gpus")
 
 
+@functools.cache
 def has_cuda() -> bool:
     try:
         import torch

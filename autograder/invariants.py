@@ -25,16 +25,19 @@ def check_sync(course: Course, aid: str) -> list[str]:
     return problems
 
 
-def check_reference(course: Course, aid: str, sandbox: str) -> list[str]:
-    result = grade_assignment(course=course, assignment_id=aid, solution=True, sandbox=sandbox)
+def check_reference(course: Course, aid: str, sandbox: str, hardware: str | None = None) -> list[str]:
+    result = grade_assignment(course=course, assignment_id=aid, solution=True, sandbox=sandbox, hardware=hardware)
     bad = [t for t in result.tests if t.graded and t.score < t.test.points - 1e-9]
     if result.max_score == 0:
         return [f"{aid}: the reference earned no gradable point on {result.hardware}"]
-    return [f"{aid}: reference loses points on {t.test.nodeid}: {t.reason or t.status}" for t in bad]
+    return [f"{aid}: reference loses points on {t.test.nodeid}: {(t.reason or t.output or t.status)[-600:]}"
+            for t in bad]
 
 
-def check_stub(course: Course, aid: str, sandbox: str) -> list[str]:
-    result = grade_assignment(course=course, assignment_id=aid, sandbox=sandbox)
+def check_stub(course: Course, aid: str, sandbox: str, hardware: str | None = None) -> list[str]:
+    result = grade_assignment(course=course, assignment_id=aid, sandbox=sandbox, hardware=hardware)
+    if not result.tests:
+        return [f"{aid}: the stub was graded on no test at all"]
     return [f"{aid}: the untouched stub earns points on {t.test.nodeid}" for t in result.tests if t.score > 0]
 
 

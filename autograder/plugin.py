@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from autograder import forbid
+from autograder.hardware import has_cuda
 
 GPU_SKIP_REASON = "not graded here: needs a CUDA GPU"
 MAX_OUTPUT_CHARS = 3000
@@ -166,7 +167,7 @@ class _Recorder:
     # ---- running ----------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if item.get_closest_marker("gpu") is not None and not _cuda_available():
+        if item.get_closest_marker("gpu") is not None and not has_cuda():
             self._state(item.nodeid).not_graded = GPU_SKIP_REASON
             pytest.skip(GPU_SKIP_REASON)
 
@@ -223,12 +224,3 @@ def _verdict(state: _TestState) -> tuple[str, str]:
     if state.teardown == "failed":
         return "error", "teardown failed"
     return "passed", ""
-
-
-@functools.cache
-def _cuda_available() -> bool:
-    try:
-        import torch
-    except ImportError:
-        return False
-    return torch.cuda.is_available()

@@ -100,12 +100,14 @@ def _measure_cuda(fn: Callable[[], object], warmup: int, reps: int, flush_l2: bo
     return Timing.from_samples([s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)])
 
 
-def copy_bandwidth(nbytes: int = 1 << 30, *, device: object | None = None, reps: int = 20) -> float:
-    """Device-to-device copy bandwidth in bytes/s (bytes read + written) measured now."""
+def copy_bandwidth(nbytes: int = 1 << 30, *, device: object | None = None, warmup: int = 3,
+                   reps: int = 20) -> float:
+    """Copy bandwidth of `dst.copy_(src)` on `nbytes`-byte tensors, in bytes/s read plus written:
+    the same-run ceiling perf tests divide by."""
     import torch
 
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    src = torch.empty(nbytes // 2, dtype=torch.uint8, device=dev)
+    src = torch.ones(nbytes, dtype=torch.uint8, device=dev)
     dst = torch.empty_like(src)
-    timing = measure(lambda: dst.copy_(src), reps=reps, device=dev)
-    return 2 * src.numel() / timing.median_s
+    timing = measure(lambda: dst.copy_(src), warmup=warmup, reps=reps, device=dev)
+    return 2 * nbytes / timing.median_s

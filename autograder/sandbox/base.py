@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 OUTPUT_TAIL_CHARS = 20_000
@@ -48,7 +48,6 @@ class RunResult:
     timed_out: bool
     wall_s: float
     output: str = ""
-    notes: list[str] = field(default_factory=list)
     stalled: bool = False
 
     @property

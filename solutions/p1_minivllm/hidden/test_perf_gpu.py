@@ -8,7 +8,7 @@ import time
 import pytest
 import torch
 
-from autograder.timing import measure
+from autograder.timing import copy_bandwidth, measure
 from minivllm import LLM, SamplingParams
 
 BIG = dict(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=16,
@@ -105,9 +105,7 @@ def test_decode_step_bandwidth_fraction(big_llama, perf, make_prompts):
     kv = (contexts_before + contexts_after) / 2 * runner.kv_bytes_per_token
     step_bw = (weights + kv) / t.median_s
 
-    src = torch.empty(2 ** 30, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    copy_bw = 2 * src.numel() / measure(lambda: dst.copy_(src), warmup=3, reps=20).median_s
+    copy_bw = copy_bandwidth(2 ** 30, device="cuda")
     print(f"decode step {t.median_s * 1e3:.2f} ms for {batch} rows: {step_bw / 1e12:.2f} TB/s "
           f"(weights {weights / 1e9:.2f} GB, KV {kv / 1e9:.2f} GB); copy {copy_bw / 1e12:.2f} TB/s")
     perf.record("decode_bw_fraction", step_bw / copy_bw)
