@@ -36,7 +36,7 @@ def _score_perf(result: TestResult, spec: AssignmentSpec, hardware: str) -> None
         fractions.append(fraction)
         direction = ">=" if metric.higher_is_better else "<="
         result.perf_notes.append(
-            f"{name} = {value:.4g}{metric.unit}: pass {direction} {bar.pass_bar:g}, full {direction} "
+            f"{name} = {value:.4g}{_unit(metric.unit)}: pass {direction} {bar.pass_bar:g}, full {direction} "
             f"{bar.full_bar:g} on {hardware} -> {fraction:.0%}"
         )
     if not fractions:
@@ -44,3 +44,8 @@ def _score_perf(result: TestResult, spec: AssignmentSpec, hardware: str) -> None
         result.reason = f"not graded here: no perf threshold for hardware '{hardware}'"
         return
     result.score = result.test.points * sum(fractions) / len(fractions)
+
+
+def _unit(unit: str) -> str:
+    """'x' and '%' follow the number (2.5x); a word unit is spaced (0.27 fraction)."""
+    return unit if unit in ("", "x", "%") else f" {unit}"

@@ -1,6 +1,8 @@
 import pytest
 
 from autograder.errors import GraderError
+from autograder.results import PASSED, ExpectedTest, TestResult
+from autograder.score import score_all
 from autograder.spec import Threshold, load_spec, parse_spec
 
 VALID = {
@@ -72,3 +74,14 @@ def test_id_must_match_folder(tmp_path):
         '[assignment]\nid="s01_transformer"\ntitle="t"\nstage=1\npackage="t"\neditable=["t/*.py"]\n')
     with pytest.raises(GraderError, match="differs from its folder"):
         load_spec(folder / "assignment.toml")
+
+
+@pytest.mark.parametrize("unit, shown", [("x", "3x: pass"), ("fraction", "3 fraction: pass")])
+def test_perf_note_gives_value_unit_bars_and_credit(unit, shown):
+    data = _with()
+    data["perf"] = {"speedup": {"unit": unit, "better": "higher", "thresholds": {"h200": {"pass": 2, "full": 4}}}}
+    test = ExpectedTest(nodeid="t.py::test_speed", file="t.py", points=4, gpu=True, perf=True)
+    result = TestResult(test=test, status=PASSED, metrics={"speedup": 3.0})
+    score_all([result], parse_spec(data), "h200")
+    assert result.score == pytest.approx(4 * 0.75)  # 0.5 at pass, linear to 1 at full: 3 is halfway
+    assert result.perf_notes == [f"speedup = {shown} >= 2, full >= 4 on h200 -> 75%"]
