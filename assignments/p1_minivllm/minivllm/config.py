@@ -30,6 +30,8 @@ class EngineConfig:
     device: "cpu", "cuda", or "auto" (CUDA when available).
     attention_backend: "torch" (gather path everywhere), "triton" (paged-decode kernel for decode
         rows, CUDA only), or "auto" (triton on CUDA, torch on CPU).
+    enforce_eager: never capture CUDA graphs (as in vLLM). Otherwise, on CUDA with the triton backend,
+        pure decode steps of up to max_num_seqs sequences replay captured graphs.
     debug_check_invariants: after every step, check the block manager's invariants (slow).
     seed: seed of the generator used by requests that sample without their own seed.
     """
@@ -45,6 +47,7 @@ class EngineConfig:
     dtype: str = "auto"
     device: str = "auto"
     attention_backend: str = "auto"
+    enforce_eager: bool = False
     debug_check_invariants: bool = False
     seed: int = 0
 

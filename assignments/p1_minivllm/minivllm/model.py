@@ -2,7 +2,9 @@
 
 Numerics follow HF `LlamaForCausalLM`: RMSNorm in fp32, RoPE cos/sin computed in fp32 then cast,
 SwiGLU MLP, no biases. Parameter names match the HF checkpoint, so `load_weights` is a plain
-state-dict load from the folder's safetensors files.
+state-dict load from the folder's safetensors files. With the "triton" backend (CUDA), the residual
+add + RMSNorm, RoPE and SwiGLU's activation each run as one fused kernel (`fused_triton`) with the
+same rounding; the "torch" backend runs the plain ops below.
 """
 
 from __future__ import annotations
@@ -19,15 +21,23 @@ from .config import ModelConfig
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, dim: int, eps: float) -> None:
+    def __init__(self, dim: int, eps: float, fused: bool = False) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.ones(dim))
         self.eps = eps
+        self.fused = fused
 
-    def forward(self, x: Tensor) -> Tensor:
-        h = x.float()
+    def forward(self, x: Tensor, residual: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Returns (norm(s), s) with s = x + residual, or s = x without a residual: s is the
+        residual stream the next block adds to."""
+        if self.fused:
+            from .fused_triton import rms_norm
+
+            return rms_norm(x, self.weight, self.eps, residual)
+        s = x if residual is None else x + residual
+        h = s.float()
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * h.to(x.dtype)
+        return self.weight * h.to(s.dtype), s
 
 
 def rope_cos_sin(positions: Tensor, inv_freq: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
@@ -50,6 +60,11 @@ class Attention(nn.Module):
         self.num_heads, self.num_kv_heads, self.head_dim = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
         self.scale = cfg.head_dim ** -0.5
         self.backend = backend
+        self.rope = apply_rope
+        if backend == "triton":
+            from .fused_triton import rope
+
+            self.rope = rope
         self.q_proj = nn.Linear(cfg.hidden_size, cfg.num_heads * cfg.head_dim, bias=False)
         self.k_proj = nn.Linear(cfg.hidden_size, cfg.num_kv_heads * cfg.head_dim, bias=False)
         self.v_proj = nn.Linear(cfg.hidden_size, cfg.num_kv_heads * cfg.head_dim, bias=False)
@@ -58,8 +73,8 @@ class Attention(nn.Module):
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, meta: AttentionMetadata,
                 k_cache: Tensor, v_cache: Tensor) -> Tensor:
         t = x.shape[0]
-        q = apply_rope(self.q_proj(x).view(t, self.num_heads, self.head_dim), cos, sin)
-        k = apply_rope(self.k_proj(x).view(t, self.num_kv_heads, self.head_dim), cos, sin)
+        q = self.rope(self.q_proj(x).view(t, self.num_heads, self.head_dim), cos, sin)
+        k = self.rope(self.k_proj(x).view(t, self.num_kv_heads, self.head_dim), cos, sin)
         v = self.v_proj(x).view(t, self.num_kv_heads, self.head_dim)
         store_kvcache(k, v, k_cache, v_cache, meta.slot_mapping)
         out = attend(q, k_cache, v_cache, meta, self.scale, self.backend)  # (T, H, D)
@@ -67,27 +82,39 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: ModelConfig, fused: bool = False) -> None:
         super().__init__()
         self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+        self.fused = fused
 
     def forward(self, x: Tensor) -> Tensor:
+        if self.fused:
+            from .fused_triton import silu_mul
+
+            return self.down_proj(silu_mul(self.gate_proj(x), self.up_proj(x)))
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
 class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig, backend: str) -> None:
         super().__init__()
+        fused = backend == "triton"
         self.self_attn = Attention(cfg, backend)
-        self.mlp = MLP(cfg)
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = MLP(cfg, fused)
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, fused)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, fused)
 
-    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, meta: AttentionMetadata, kv: Tensor) -> Tensor:
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, meta, kv[0], kv[1])
-        return x + self.mlp(self.post_attention_layernorm(x))
+    def forward(self, x: Tensor, residual: Tensor | None, cos: Tensor, sin: Tensor, meta: AttentionMetadata,
+                kv: Tensor) -> tuple[Tensor, Tensor]:
+        """x: the previous block's output, residual: the stream it adds to (None before the first
+        layer). Returns this layer's MLP output and the stream it adds to (HF's two residual adds,
+        each done by the next RMSNorm)."""
+        h, residual = self.input_layernorm(x, residual)
+        h = self.self_attn(h, cos, sin, meta, kv[0], kv[1])
+        h, residual = self.post_attention_layernorm(h, residual)
+        return self.mlp(h), residual
 
 
 class LlamaModel(nn.Module):
@@ -95,7 +122,7 @@ class LlamaModel(nn.Module):
         super().__init__()
         self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
         self.layers = nn.ModuleList(DecoderLayer(cfg, backend) for _ in range(cfg.num_layers))
-        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, backend == "triton")
 
 
 class LlamaForCausalLM(nn.Module):
@@ -123,9 +150,10 @@ class LlamaForCausalLM(nn.Module):
     def forward(self, input_ids: Tensor, positions: Tensor, meta: AttentionMetadata, kv_cache: Tensor) -> Tensor:
         x = self.model.embed_tokens(input_ids)
         cos, sin = rope_cos_sin(positions, self.inv_freq, x.dtype)
+        residual = None
         for layer, kv in zip(self.model.layers, kv_cache):
-            x = layer(x, cos, sin, meta, kv)
-        return self.model.norm(x)
+            x, residual = layer(x, residual, cos, sin, meta, kv)
+        return self.model.norm(x, residual)[0]
 
     def compute_logits(self, hidden: Tensor) -> Tensor:
         """(S, hidden) -> fp32 logits (S, vocab)."""

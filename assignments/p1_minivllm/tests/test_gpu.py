@@ -80,6 +80,27 @@ def test_bf16_greedy_on_gpu_tracks_hf(mid_llama, make_prompts):
 
 @pytest.mark.gpu
 @pytest.mark.points(2)
+def test_decode_graphs_are_captured_and_match_eager_decoding(mid_llama, make_prompts):
+    path, _ = mid_llama
+    prompts = make_prompts(seed=32, count=24, low=16, high=200, vocab=MID["vocab_size"])
+    # different lengths: the decode batch shrinks one by one, so most steps pad to a captured size
+    params = [SamplingParams(temperature=0, max_tokens=8 + i, ignore_eos=True) for i in range(len(prompts))]
+    tokens = {}
+    for eager in (False, True):
+        llm = LLM(path, device="cuda", dtype="float32", num_kv_blocks=512, max_num_seqs=16,
+                  max_num_batched_tokens=1024, enforce_eager=eager)
+        if not eager:
+            assert llm.model_runner.graphs is not None, (
+                "decode CUDA graphs were not captured (see the warning): a step must not read device "
+                "values on the host (.item(), .tolist(), printing a CUDA tensor) inside the model")
+        tokens[eager] = [o.outputs[0].token_ids for o in llm.generate(prompts, params)]
+        del llm
+    # fp32 and the same kernels in both runs: only padding differs, so the tokens must be identical
+    assert tokens[False] == tokens[True]
+
+
+@pytest.mark.gpu
+@pytest.mark.points(2)
 def test_kv_pool_honours_its_memory_fraction(mid_llama, make_prompts):
     path, _ = mid_llama
     torch.cuda.empty_cache()
