@@ -110,6 +110,7 @@ def main() -> None:
     p.add_argument("--gpu-memory-utilization", type=float, default=0.9)
     p.add_argument("--no-chunked-prefill", action="store_true")
     p.add_argument("--no-prefix-caching", action="store_true")
+    p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs for decode steps")
     p.add_argument("--threads", type=int, default=1,
                    help="CPU intra-op threads (default 1: on small matrices the thread pool costs more than it gives)")
     args = p.parse_args()
@@ -128,7 +129,8 @@ def main() -> None:
     llm = LLM(path, device=args.device, dtype="bfloat16" if cuda else "float32", block_size=args.block_size,
               max_num_seqs=args.max_num_seqs, max_num_batched_tokens=max(args.max_num_batched_tokens, 2 * hi),
               gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=2 * hi + 1,
-              enable_chunked_prefill=not args.no_chunked_prefill, enable_prefix_caching=not args.no_prefix_caching)
+              enable_chunked_prefill=not args.no_chunked_prefill, enable_prefix_caching=not args.no_prefix_caching,
+              enforce_eager=args.enforce_eager)
     prompts, out_lens = nano_vllm_workload(n, lo, hi, llm.model_config.vocab_size, args.seed)
     params = [SamplingParams(temperature=0, max_tokens=m, ignore_eos=True) for m in out_lens]
 

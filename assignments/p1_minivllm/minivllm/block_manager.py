@@ -11,7 +11,7 @@ its hash and can still be hit, until the free list hands it out again (least rec
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence as Seq
 from dataclasses import dataclass
 
@@ -41,7 +41,9 @@ class BlockManager:
 
     Public state (read by tests and by `check_invariants`):
       blocks: list[Block], indexed by block id.
-      free_block_ids: deque of the free block ids, least recently freed first.
+      free_block_ids: the free block ids as an ordered set (OrderedDict id -> None), least recently
+        freed first: popitem(last=False) takes the oldest, `del` removes a prefix-cache hit and
+        assignment appends, all O(1) (a deque's remove is O(free blocks): a GPU pool has ~10^5).
       hash_to_block_id: prefix-cache table, chained hash -> block id.
     """
 
@@ -51,7 +53,7 @@ class BlockManager:
         self.block_size = block_size
         self.enable_prefix_caching = enable_prefix_caching
         self.blocks = [Block(i) for i in range(num_blocks)]
-        self.free_block_ids: deque[int] = deque(range(num_blocks))
+        self.free_block_ids: OrderedDict[int, None] = OrderedDict.fromkeys(range(num_blocks))
         self.hash_to_block_id: dict[int, int] = {}
 
     @property

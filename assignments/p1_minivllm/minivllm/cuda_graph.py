@@ -25,7 +25,8 @@ def capture_sizes(max_batch: int) -> list[int]:
 
 
 class DecodeGraphs:
-    """One captured decode forward (ids -> fp32 logits) per batch size, sharing one memory pool.
+    """One captured decode forward (ids -> fp32 logits) per batch size, sharing one memory pool and
+    one logits buffer.
 
     model: the LlamaForCausalLM; kv_cache: the pool (num_layers, 2, num_blocks, block_size, Hkv, D)
     whose last block is the scratch block; max_blocks: block-table width of the longest sequence.
@@ -42,26 +43,28 @@ class DecodeGraphs:
         self.query_start_loc = torch.arange(max_batch + 1, dtype=torch.int32, device=dev)
         self.context_lens = torch.ones(max_batch, dtype=torch.int32, device=dev)
         self.block_tables = torch.full((max_batch, max_blocks), self.scratch_block, dtype=torch.int32, device=dev)
-        self.graphs: dict[int, tuple[torch.cuda.CUDAGraph, Tensor]] = {}
+        # every graph writes its logits here: one buffer, not one per captured size in the graph pool
+        self.logits = torch.empty(max_batch, model.lm_head.out_features, dtype=torch.float32, device=dev)
+        self.graphs: dict[int, torch.cuda.CUDAGraph] = {}
         pool = None
         for bs in reversed(capture_sizes(max_batch)):  # largest first: smaller ones reuse its memory
             self._forward(bs)  # compiles kernels and picks cuBLAS algorithms outside the capture
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=pool):
-                logits = self._forward(bs)
+                self._forward(bs)
             pool = pool or graph.pool()
-            self.graphs[bs] = (graph, logits)
+            self.graphs[bs] = graph
         torch.cuda.synchronize(dev)
         self.sizes = sorted(self.graphs)
 
-    def _forward(self, bs: int) -> Tensor:
+    def _forward(self, bs: int) -> None:
         meta = AttentionMetadata(
             slot_mapping=self.slot_mapping[:bs], query_start_loc=self.query_start_loc[:bs + 1],
             context_lens=self.context_lens[:bs], block_tables=self.block_tables[:bs],
             query_lens_cpu=[1] * bs, context_lens_cpu=[1] * bs,  # decode kernel: lengths come from the device
         )
         hidden = self.model(self.input_ids[:bs], self.positions[:bs], meta, self.kv_cache)
-        return self.model.compute_logits(hidden)
+        self.logits[:bs].copy_(self.model.compute_logits(hidden))
 
     def can_run(self, num_seqs: int, num_decodes: int, table_width: int) -> bool:
         return num_decodes == num_seqs <= self.sizes[-1] and table_width <= self.block_tables.shape[1]
@@ -80,6 +83,5 @@ class DecodeGraphs:
             self.slot_mapping[b:bs].fill_(self.scratch_slot)
             self.context_lens[b:bs].fill_(1)
             self.block_tables[b:bs, 0].fill_(self.scratch_block)
-        graph, logits = self.graphs[bs]
-        graph.replay()
-        return logits[:b]
+        self.graphs[bs].replay()
+        return self.logits[:b]

@@ -9,10 +9,13 @@ They run under TRITON_INTERPRET=1 on CPU too, which is how they are checked with
 
 from __future__ import annotations
 
+import os
+
 import torch
 import triton
 import triton.language as tl
 from torch import Tensor
+from triton.language.extra import libdevice
 
 
 @triton.jit
@@ -47,7 +50,7 @@ def rms_norm(x: Tensor, weight: Tensor, eps: float, residual: Tensor | None = No
 
 @triton.jit
 def _rope_kernel(X, Cos, Sin, O, stride_t, stride_h, stride_c, heads,
-                 HEAD_DIM: tl.constexpr, BLOCK_H: tl.constexpr):
+                 HEAD_DIM: tl.constexpr, BLOCK_H: tl.constexpr, NO_FMA: tl.constexpr):
     t = tl.program_id(0)
     h = tl.arange(0, BLOCK_H)
     d = tl.arange(0, HEAD_DIM)
@@ -61,9 +64,18 @@ def _rope_kernel(X, Cos, Sin, O, stride_t, stride_h, stride_c, heads,
     cos = tl.load(Cos + t * stride_c + d)
     sin = tl.load(Sin + t * stride_c + d)
     dt = X.dtype.element_ty
-    a = (x.to(tl.float32) * cos.to(tl.float32)[None, :]).to(dt)  # x * cos, rounded as eager
-    b = (xr.to(tl.float32) * sin.to(tl.float32)[None, :]).to(dt)  # rotate_half(x) * sin
-    tl.store(O + offs + d[None, :], (a.to(tl.float32) + b.to(tl.float32)).to(dt), mask=mask)
+    # x * cos + rotate_half(x) * sin, each op rounded to dt as eager. On a GPU, mul_rn/add_rn forbid
+    # fusing a product into the add (an FMA skips the product's rounding: on an H200 24% of bf16
+    # outputs differed); the interpreter (numpy) never fuses, and has no libdevice.
+    x, xr = x.to(tl.float32), xr.to(tl.float32)
+    cos, sin = cos.to(tl.float32)[None, :], sin.to(tl.float32)[None, :]
+    if NO_FMA:
+        a = libdevice.mul_rn(x, cos).to(dt).to(tl.float32)
+        b = libdevice.mul_rn(xr, sin).to(dt).to(tl.float32)
+        out = libdevice.add_rn(a, b)
+    else:
+        out = (x * cos).to(dt).to(tl.float32) + (xr * sin).to(dt).to(tl.float32)
+    tl.store(O + offs + d[None, :], out.to(dt), mask=mask)
 
 
 def rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
@@ -74,7 +86,8 @@ def rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     cos, sin = cos.reshape(t, dim), sin.reshape(t, dim)
     out = torch.empty_like(x)
     _rope_kernel[(t,)](x, cos, sin, out, x.stride(0), x.stride(1), cos.stride(0), heads,
-                       HEAD_DIM=dim, BLOCK_H=triton.next_power_of_2(heads))
+                       HEAD_DIM=dim, BLOCK_H=triton.next_power_of_2(heads),
+                       NO_FMA=os.environ.get("TRITON_INTERPRET") != "1")
     return out
 
 

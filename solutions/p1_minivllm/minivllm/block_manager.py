@@ -11,7 +11,7 @@ its hash and can still be hit, until the free list hands it out again (least rec
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence as Seq
 from dataclasses import dataclass
 
@@ -43,7 +43,9 @@ class BlockManager:
 
     Public state (read by tests and by `check_invariants`):
       blocks: list[Block], indexed by block id.
-      free_block_ids: deque of the free block ids, least recently freed first.
+      free_block_ids: the free block ids as an ordered set (OrderedDict id -> None), least recently
+        freed first: popitem(last=False) takes the oldest, `del` removes a prefix-cache hit and
+        assignment appends, all O(1) (a deque's remove is O(free blocks): a GPU pool has ~10^5).
       hash_to_block_id: prefix-cache table, chained hash -> block id.
     """
 
@@ -53,7 +55,7 @@ class BlockManager:
         self.block_size = block_size
         self.enable_prefix_caching = enable_prefix_caching
         self.blocks = [Block(i) for i in range(num_blocks)]
-        self.free_block_ids: deque[int] = deque(range(num_blocks))
+        self.free_block_ids: OrderedDict[int, None] = OrderedDict.fromkeys(range(num_blocks))
         self.hash_to_block_id: dict[int, int] = {}
 
     @property
@@ -73,7 +75,7 @@ class BlockManager:
     def _take_free_block(self) -> int:
         """Pops the least recently freed block, drops its prefix-cache entry, returns it with ref_count 1."""
         # BEGIN SOLUTION
-        block_id = self.free_block_ids.popleft()
+        block_id, _ = self.free_block_ids.popitem(last=False)
         block = self.blocks[block_id]
         if block.hash is not None and self.hash_to_block_id.get(block.hash) == block_id:
             del self.hash_to_block_id[block.hash]
@@ -122,7 +124,7 @@ class BlockManager:
         for block_id, h in hits:
             block = self.blocks[block_id]
             if block.ref_count == 0:
-                self.free_block_ids.remove(block_id)
+                del self.free_block_ids[block_id]
             block.ref_count += 1
             seq.block_table.append(block_id)
             seq.block_hashes.append(h)
@@ -175,7 +177,7 @@ class BlockManager:
             block = self.blocks[block_id]
             block.ref_count -= 1
             if block.ref_count == 0:
-                self.free_block_ids.append(block_id)
+                self.free_block_ids[block_id] = None
         seq.block_table.clear()
         seq.block_hashes.clear()
         # END SOLUTION
