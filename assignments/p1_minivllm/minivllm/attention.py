@@ -114,6 +114,7 @@ def attend(q: Tensor, k_cache: Tensor, v_cache: Tensor, meta: AttentionMetadata,
 
 
 def _gather_path(q: Tensor, k_cache: Tensor, v_cache: Tensor, meta: AttentionMetadata, scale: float) -> Tensor:
+    """`paged_attention`, kept off cuDNN's SDPA on CUDA (see _GATHER_BACKENDS)."""
     if not q.is_cuda:
         return paged_attention(q, k_cache, v_cache, meta, scale)
     with sdpa_kernel(_GATHER_BACKENDS):

@@ -9,8 +9,8 @@ of a full-budget step and those of the decode graphs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -158,7 +158,7 @@ class ModelRunner:
         batch = self.prepare([scheduled[i] for i in order])
         sampled: list[int | None] = [None] * len(scheduled)
         meta = batch.attn
-        if self.graphs is not None and self.graphs.can_run(meta.num_seqs, meta.num_decodes, meta.block_tables.shape[1]):
+        if self.graphs is not None and self.graphs.can_run(meta):
             logits = self.graphs.run(batch.input_ids, batch.positions, meta)[batch.logits_indices]
         else:
             hidden = self.model(batch.input_ids, batch.positions, meta, self.kv_cache)

@@ -66,8 +66,10 @@ class DecodeGraphs:
         hidden = self.model(self.input_ids[:bs], self.positions[:bs], meta, self.kv_cache)
         self.logits[:bs].copy_(self.model.compute_logits(hidden))
 
-    def can_run(self, num_seqs: int, num_decodes: int, table_width: int) -> bool:
-        return num_decodes == num_seqs <= self.sizes[-1] and table_width <= self.block_tables.shape[1]
+    def can_run(self, meta: AttentionMetadata) -> bool:
+        """A pure decode step of at most the largest captured size, with tables that fit the buffer."""
+        return (meta.num_decodes == meta.num_seqs <= self.sizes[-1]
+                and meta.block_tables.shape[1] <= self.block_tables.shape[1])
 
     def run(self, input_ids: Tensor, positions: Tensor, meta: AttentionMetadata) -> Tensor:
         """Replays the graph of the smallest captured size >= the batch; returns (B, vocab) fp32 logits
