@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import sys
@@ -96,7 +97,8 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     results_file = workdir / RESULTS_FILE
     argv = [sys.executable, "-m", "pytest", *test_files, "-p", "autograder.plugin",
             "--ag-results", str(results_file), "--ag-package", spec.package,
-            "--ag-forbid", ",".join(spec.limits.forbidden), "-p", "no:cacheprovider",
+            "--ag-forbid", ",".join(spec.limits.forbidden), "--ag-accounting", json.dumps(spec.accounting.to_json()),
+            "-p", "no:cacheprovider",
             "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
             "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}"]
     if job.backend.name != "docker":

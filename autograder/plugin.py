@@ -22,7 +22,9 @@ from typing import Any
 import pytest
 
 from autograder import forbid
+from autograder.accounting import Accountant
 from autograder.hardware import has_cuda
+from autograder.spec import AccountingRules
 
 GPU_SKIP_REASON = "not graded here: needs a CUDA GPU"
 MAX_OUTPUT_CHARS = 3000
@@ -41,6 +43,7 @@ class _TestState:
     metrics: dict[str, float] = field(default_factory=dict)
     not_graded: str = ""
     duration: float = 0.0
+    violation: str = ""  # what the op / kernel accounting found; fails the test whatever pytest says
 
 
 class Perf:
@@ -60,12 +63,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ag-forbid", default="", help="comma-separated dotted names to patch during tests")
     group.addoption("--ag-package", default="", help="the student package (its aliases get patched too)")
     group.addoption("--ag-manifest", default=None, help="collect only: write the expected tests here")
+    group.addoption("--ag-accounting", default="{}", help="op and kernel accounting rules (JSON)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "points(n): points this test is worth (default 1)")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; not graded on machines without one")
     config.addinivalue_line("markers", "perf: a performance test graded against hardware thresholds")
+    config.addinivalue_line("markers", "kernels(*modules): Triton kernels of these modules must run "
+                            "(overrides the spec's require_kernels; no argument: none required)")
     if config.getoption("--ag-results") or config.getoption("--ag-manifest"):
         config.pluginmanager.register(_Recorder(config), "autograder-recorder")
 
@@ -100,6 +106,7 @@ class _Recorder:
         self._manifest = config.getoption("--ag-manifest")
         self._forbidden = [n for n in config.getoption("--ag-forbid").split(",") if n]
         self._package = config.getoption("--ag-package")
+        self._rules = AccountingRules.from_json(json.loads(config.getoption("--ag-accounting")))
         self._states: dict[str, _TestState] = {}
         self._collect_errors: list[dict[str, str]] = []
         self._seq = 0
@@ -171,17 +178,31 @@ class _Recorder:
             self._state(item.nodeid).not_graded = GPU_SKIP_REASON
             pytest.skip(GPU_SKIP_REASON)
 
+    def _accountant(self, item: pytest.Item) -> Accountant | None:
+        mark = item.get_closest_marker("kernels")
+        required = tuple(mark.args) if mark is not None else self._rules.require_kernels
+        if not (self._rules.active or required):
+            return None
+        return Accountant(self._rules, self._package, required)
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Any:
         state = self._state(item.nodeid)
         patches = forbid.apply(self._forbidden, self._package)
+        accountant = self._accountant(item)
         try:
+            if accountant is not None:
+                accountant.begin()
             return (yield)
         except BaseException as exc:
             state.call_raised = f"{type(exc).__name__}"
             raise
         finally:
             forbid.restore(patches)
+            if accountant is not None:
+                state.violation = accountant.end()
+                if state.violation:
+                    state.output.append(f"[accounting] {state.violation}")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         state = self._state(report.nodeid)
@@ -215,6 +236,8 @@ def _verdict(state: _TestState) -> tuple[str, str]:
         return "not_graded", state.not_graded or "skipped before the test body ran"
     if state.setup == "failed":
         return "error", "setup (fixtures) failed"
+    if state.violation:
+        return "failed", state.violation
     if state.call == "skipped":
         return "failed", "the test was skipped from inside its body; that counts as a failure"
     if state.call != "passed":

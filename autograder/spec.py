@@ -60,6 +60,44 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class AccountingRules:
+    """What a submission may run while a graded test calls it (see autograder/accounting.py).
+
+    forbidden_ops: fnmatch patterns (case-insensitive) on dispatcher op names, e.g.
+        "aten::*scaled_dot_product*"; a hit outside `oracle()` fails the test.
+    require_kernels: dotted modules of the package (e.g. "flashattn"); each must launch at least
+        one Triton kernel it defines during every graded test (the `kernels` mark overrides this).
+    forbidden_kernels: patterns on CUDA kernel names seen in perf audits (e.g. "*fmha*"); the
+        package's own Triton kernels never match.
+    """
+
+    forbidden_ops: tuple[str, ...] = ()
+    require_kernels: tuple[str, ...] = ()
+    forbidden_kernels: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for op in self.forbidden_ops:
+            if "::" not in op:
+                raise ValueError(f"[accounting].forbidden_ops: {op!r} must name a namespace, e.g. 'aten::mm'")
+        for module in self.require_kernels:
+            if not all(PACKAGE_PATTERN.match(part) for part in module.split(".")):
+                raise ValueError(f"[accounting].require_kernels: {module!r} is not a dotted module name")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.forbidden_ops or self.require_kernels or self.forbidden_kernels)
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"forbidden_ops": list(self.forbidden_ops), "require_kernels": list(self.require_kernels),
+                "forbidden_kernels": list(self.forbidden_kernels)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, list[str]]) -> AccountingRules:
+        return cls(**{key: tuple(data.get(key, ())) for key in ("forbidden_ops", "require_kernels",
+                                                                 "forbidden_kernels")})
+
+
+@dataclass(frozen=True)
 class AssignmentSpec:
     id: str
     title: str
@@ -68,6 +106,7 @@ class AssignmentSpec:
     editable: tuple[str, ...]
     limits: Limits = field(default_factory=Limits)
     perf: dict[str, PerfMetric] = field(default_factory=dict)
+    accounting: AccountingRules = field(default_factory=AccountingRules)
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.match(self.id):
@@ -81,6 +120,9 @@ class AssignmentSpec:
         for pattern in self.editable:
             if pattern.startswith("/") or ".." in Path(pattern).parts:
                 raise ValueError(f"editable glob {pattern!r} must stay inside the assignment directory")
+        for module in self.accounting.require_kernels:
+            if module.split(".")[0] != self.package:
+                raise ValueError(f"[accounting].require_kernels: {module!r} is not inside package {self.package!r}")
 
     @property
     def task_prefix(self) -> str:
@@ -119,6 +161,17 @@ def _parse_perf(name: str, table: dict[str, Any]) -> PerfMetric:
     )
 
 
+def _parse_accounting(table: dict[str, Any]) -> AccountingRules:
+    known = ("forbidden_ops", "require_kernels", "forbidden_kernels")
+    if unknown := set(table) - set(known):
+        raise ValueError(f"[accounting]: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+    for key in known:
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise ValueError(f"[accounting].{key}: expected a list of non-empty strings, got {value!r}")
+    return AccountingRules(**{key: tuple(table.get(key, ())) for key in known})
+
+
 def parse_spec(data: dict[str, Any]) -> AssignmentSpec:
     """Build a spec from a parsed TOML document; raise ValueError naming the bad key."""
     head = data.get("assignment")
@@ -135,6 +188,7 @@ def parse_spec(data: dict[str, Any]) -> AssignmentSpec:
         forbidden=tuple(limits_table.get("forbidden", ())),
     )
     perf = {name: _parse_perf(name, table) for name, table in data.get("perf", {}).items()}
+    accounting = _parse_accounting(data.get("accounting", {}))
     return AssignmentSpec(
         id=_expect(head, "id", str, "[assignment]"),
         title=_expect(head, "title", str, "[assignment]"),
@@ -143,6 +197,7 @@ def parse_spec(data: dict[str, Any]) -> AssignmentSpec:
         editable=tuple(_expect(head, "editable", list, "[assignment]")),
         limits=limits,
         perf=perf,
+        accounting=accounting,
     )
 
 

@@ -2,6 +2,10 @@
 
 Perf tests time the student's code and a baseline with the same `measure` in the same run, and grade
 the ratio. On CPU it falls back to `time.perf_counter` (reported, never asserted on in CPU tests).
+
+Inside a graded test of an assignment with accounting rules, the timed repetitions record nothing
+(so the student's code and an oracle baseline are timed alike), and one more call after them is
+the perf audit: profiled with its host ops, Triton launches and, on CUDA, device kernel names.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from autograder import accounting
 
 # Larger than the L2 of any current GPU (H100/H200: 50 MB), so one write evicts it.
 L2_FLUSH_BYTES = 256 * 1024 * 1024
@@ -65,6 +71,16 @@ def measure(
     if warmup < 0 or reps < 1:
         raise ValueError(f"measure: warmup={warmup} must be >= 0 and reps={reps} >= 1")
     cuda = _cuda_device(device)
+    acct = accounting.current()
+    if acct is None or not acct.recording:  # no rules, or the test's oracle is being timed
+        return _timed(fn, warmup, reps, flush_l2, cuda)
+    with acct.paused():
+        timing = _timed(fn, warmup, reps, flush_l2, cuda)
+    acct.audit(fn, cuda=cuda is not None)
+    return timing
+
+
+def _timed(fn: Callable[[], object], warmup: int, reps: int, flush_l2: bool, cuda: object | None) -> Timing:
     if cuda is None:
         return _measure_cpu(fn, warmup, reps)
     return _measure_cuda(fn, warmup, reps, flush_l2, cuda)

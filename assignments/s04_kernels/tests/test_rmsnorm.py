@@ -2,16 +2,18 @@
 
 import pytest
 import torch
+from autograder.testing import oracle
 
 from tritonkernels import fused_add_rmsnorm
 
 
 def rmsnorm_oracle(x, residual, weight, eps):
     """(out, new_residual) in plain torch: the add rounded to x.dtype, the norm in fp32."""
-    new_res = x + residual
-    r = new_res.float()
-    out = r * torch.rsqrt(r.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
-    return out.to(x.dtype), new_res
+    with oracle():
+        new_res = x + residual
+        r = new_res.float()
+        out = r * torch.rsqrt(r.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
+        return out.to(x.dtype), new_res
 
 
 def _inputs(shape, dtype, device, seed=0):

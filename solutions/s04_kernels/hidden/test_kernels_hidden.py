@@ -3,8 +3,22 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from autograder.testing import oracle
 
 from tritonkernels import fused_add_rmsnorm, softmax, swiglu
+
+
+def softmax_oracle(x, dim=-1):
+    """torch.softmax, inside oracle(): the submission itself may not run it."""
+    with oracle():
+        return torch.softmax(x, dim=dim)
+
+
+
+def swiglu_oracle(gate, up):
+    """silu(gate) * up in plain torch, inside oracle()."""
+    with oracle():
+        return F.silu(gate) * up
 
 
 def _randn(shape, seed, device, dtype=torch.float32, scale=1.0):
@@ -13,10 +27,11 @@ def _randn(shape, seed, device, dtype=torch.float32, scale=1.0):
 
 
 def rmsnorm_oracle(x, residual, weight, eps):
-    new_res = x + residual
-    r = new_res.float()
-    out = r * torch.rsqrt(r.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
-    return out.to(x.dtype), new_res
+    with oracle():
+        new_res = x + residual
+        r = new_res.float()
+        out = r * torch.rsqrt(r.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
+        return out.to(x.dtype), new_res
 
 
 # --- fused residual add + RMSNorm ------------------------------------------------------------
@@ -77,7 +92,7 @@ def test_rmsnorm_half_precision_rounds_residual_like_torch(dtype, res_rtol, tol,
 @pytest.mark.parametrize("n", [1, 3, 37, 1000, 4097])
 def test_softmax_odd_row_lengths(n, device):
     x = _randn((3, n), 11, device, scale=2.0)
-    torch.testing.assert_close(softmax(x), torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(softmax(x), softmax_oracle(x, -1), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.points(3)
@@ -85,7 +100,7 @@ def test_softmax_odd_row_lengths(n, device):
 def test_softmax_long_rows_match_torch(n, device):
     # Vocabulary-sized rows; a growing ramp moves the row max late in the row.
     x = _randn((2, n), 12, device, scale=3.0) + torch.linspace(0, 20, n, device=device)
-    torch.testing.assert_close(softmax(x), torch.softmax(x, -1), rtol=1e-4, atol=1e-7)
+    torch.testing.assert_close(softmax(x), softmax_oracle(x, -1), rtol=1e-4, atol=1e-7)
 
 
 @pytest.mark.points(2)
@@ -97,13 +112,13 @@ def test_softmax_gives_zero_probability_to_minus_inf(n, device):
     x[1, ::2] = float("-inf")
     y = softmax(x)
     assert not torch.isnan(y).any()
-    torch.testing.assert_close(y, torch.softmax(x, -1), rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(y, softmax_oracle(x, -1), rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.points(1)
 def test_softmax_stable_under_a_large_offset(device):
     x = _randn((4, 333), 14, device, scale=5.0) + 1e4
-    torch.testing.assert_close(softmax(x), torch.softmax(x, -1), rtol=1e-4, atol=1e-6)
+    torch.testing.assert_close(softmax(x), softmax_oracle(x, -1), rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.points(1)
@@ -112,13 +127,13 @@ def test_softmax_half_precision_keeps_dtype(dtype, tol, device):
     x = _randn((4, 257), 15, device, dtype, scale=3.0)
     y = softmax(x)
     assert y.dtype == dtype
-    torch.testing.assert_close(y, torch.softmax(x.float(), -1).to(dtype), rtol=tol, atol=tol)
+    torch.testing.assert_close(y, softmax_oracle(x.float(), -1).to(dtype), rtol=tol, atol=tol)
 
 
 @pytest.mark.points(1)
 def test_softmax_of_a_transposed_view(device):
     x = _randn((90, 5), 16, device).t()  # rows are not contiguous
-    torch.testing.assert_close(softmax(x), torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(softmax(x), softmax_oracle(x, -1), rtol=1e-5, atol=1e-6)
 
 
 # --- SwiGLU ----------------------------------------------------------------------------------
@@ -127,7 +142,7 @@ def test_softmax_of_a_transposed_view(device):
 @pytest.mark.parametrize("shape", [(1,), (1001,), (3, 7, 33)])
 def test_swiglu_odd_sizes(shape, device):
     gate, up = _randn(shape, 17, device, scale=3.0), _randn(shape, 18, device)
-    torch.testing.assert_close(swiglu(gate, up), F.silu(gate) * up, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(swiglu(gate, up), swiglu_oracle(gate, up), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.points(1)
@@ -136,14 +151,14 @@ def test_swiglu_saturates_without_overflow(device):
     up = torch.full_like(gate, 2.0)
     y = swiglu(gate, up)
     assert torch.isfinite(y).all()
-    torch.testing.assert_close(y, F.silu(gate) * up, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(y, swiglu_oracle(gate, up), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.points(1)
 def test_swiglu_halves_of_a_fused_gate_up_projection(device):
     gate_up = _randn((6, 2 * 40), 19, device)  # (T, 2F) as a merged projection produces
     gate, up = gate_up[:, :40], gate_up[:, 40:]
-    torch.testing.assert_close(swiglu(gate, up), F.silu(gate) * up, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(swiglu(gate, up), swiglu_oracle(gate, up), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.points(1)
@@ -152,5 +167,5 @@ def test_swiglu_half_precision(dtype, tol, device):
     gate, up = _randn((9, 130), 20, device, dtype, 3.0), _randn((9, 130), 21, device, dtype)
     y = swiglu(gate, up)
     assert y.dtype == dtype
-    ref = (F.silu(gate.float()) * up.float()).to(dtype)
+    ref = swiglu_oracle(gate.float(), up.float()).to(dtype)
     torch.testing.assert_close(y, ref, rtol=tol, atol=tol)

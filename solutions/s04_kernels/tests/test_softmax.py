@@ -2,8 +2,15 @@
 
 import pytest
 import torch
+from autograder.testing import oracle
 
 from tritonkernels import softmax
+
+
+def softmax_oracle(x, dim=-1):
+    """torch.softmax, inside oracle(): the submission itself may not run it."""
+    with oracle():
+        return torch.softmax(x, dim=dim)
 
 
 @pytest.mark.points(2)
@@ -13,7 +20,7 @@ def test_softmax_matches_torch_fp32(shape, device):
     x = (3 * torch.randn(shape, generator=g)).to(device)
     y = softmax(x)
     assert y.shape == x.shape and y.dtype == x.dtype
-    torch.testing.assert_close(y, torch.softmax(x, dim=-1), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(y, softmax_oracle(x, dim=-1), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.points(1)
@@ -30,7 +37,7 @@ def test_softmax_is_stable_for_large_logits(device):
     # exp(1000) overflows fp32: only max-subtracted softmax survives.
     x = torch.tensor([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -1002.0]], device=device)
     y = softmax(x)
-    torch.testing.assert_close(y, torch.softmax(x, dim=-1), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(y, softmax_oracle(x, dim=-1), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.gpu
@@ -39,5 +46,5 @@ def test_softmax_is_stable_for_large_logits(device):
 def test_softmax_full_size_gpu(dtype, tol):
     g = torch.Generator(device="cuda").manual_seed(2)
     x = (4 * torch.randn(4096, 8192, generator=g, device="cuda")).to(dtype)
-    ref = torch.softmax(x.float(), dim=-1).to(dtype)
+    ref = softmax_oracle(x.float(), dim=-1).to(dtype)
     torch.testing.assert_close(softmax(x), ref, rtol=tol, atol=tol)
