@@ -145,7 +145,10 @@ def mutants(course: Course, aid: str, sandbox: str, gpu_only: bool) -> None:
 
     outcomes = grade_mutants(course=course, assignment_id=aid, sandbox=sandbox, say=console.print,
                              gpu_only=gpu_only)
-    survivors = [o.name for o in outcomes if not o.caught]
+    survivors = [o.name for o in outcomes if o.graded_here and not o.caught]
+    not_run = [o.name for o in outcomes if not o.graded_here]
+    if not_run:
+        console.print(f"not run here (need a GPU): {', '.join(not_run)}; grade them on a GPU with --gpu-only")
     if survivors:
         raise GraderError(f"mutants that lost no points: {', '.join(survivors)}")
 

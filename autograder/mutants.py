@@ -27,6 +27,9 @@ class Mutant:
 
 @dataclass(frozen=True)
 class MutantOutcome:
+    """`caught` is only ever True for a mutant graded here that lost points; a GPU mutant on a
+    machine without CUDA is `graded_here=False` and not caught: nothing proved it is caught."""
+
     name: str
     caught: bool
     score: float
@@ -60,18 +63,20 @@ def apply_mutant(solution_dir: Path, mutant: Mutant, target: Path) -> Path:
 
 
 def grade_mutants(*, course: Course, assignment_id: str, sandbox: str = "auto",
-                  say: Callable[[str], None] = print, gpu_only: bool = False) -> list[MutantOutcome]:
+                  say: Callable[[str], None] = print, gpu_only: bool = False,
+                  names: list[str] | None = None) -> list[MutantOutcome]:
+    """Grade each mutant (or those in `names`) on this machine."""
     solution_dir = course.solution_dir(assignment_id)
     if solution_dir is None:
         raise GraderError(f"mutants need solutions/{assignment_id}")
     on_gpu = hardware_tag() != "cpu"
     outcomes = []
     for mutant in load_mutants(solution_dir):
-        if gpu_only and not mutant.gpu:
+        if (gpu_only and not mutant.gpu) or (names is not None and mutant.name not in names):
             continue
         if mutant.gpu and not on_gpu:
-            say(f"{mutant.name}: not graded here (needs a GPU)")
-            outcomes.append(MutantOutcome(mutant.name, True, 0, 0, graded_here=False))
+            say(f"{mutant.name}: not run here (needs a GPU)")
+            outcomes.append(MutantOutcome(mutant.name, False, 0, 0, graded_here=False))
             continue
         with tempfile.TemporaryDirectory() as tmp:
             sub = apply_mutant(solution_dir, mutant, Path(tmp) / assignment_id)

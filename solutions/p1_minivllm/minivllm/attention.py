@@ -15,14 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
-from torch.nn.attention import SDPBackend, sdpa_kernel
-
-# SDPA backends for the gather path on CUDA. Not cuDNN: it builds an execution plan for every new
-# input shape (~4 ms of host time per call on an H200), and a varlen batch has a new shape nearly
-# every step, so a 16-layer mixed step took ~90 ms instead of ~30 ms.
-_GATHER_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
 @dataclass
@@ -118,9 +111,10 @@ def paged_attention(q: Tensor, k_cache: Tensor, v_cache: Tensor, meta: Attention
     q_pos = (ctx - q_lens)[:, None] + j[None, :]  # (B, max_q) position of each query
     k_pos = torch.arange(max_ctx, device=q.device)
     mask = (k_pos[None, None, :] <= q_pos[:, :, None]) & (k_pos[None, None, :] < ctx[:, None, None])
-    out = F.scaled_dot_product_attention(
-        q_pad.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask[:, None], scale=scale
-    )  # (B, H, max_q, D)
+    scores = q_pad.transpose(1, 2) @ k.permute(0, 2, 3, 1) * scale  # (B, H, max_q, L)
+    scores = scores.float().masked_fill(~mask[:, None], float("-inf"))
+    probs = torch.softmax(scores, dim=-1).to(v.dtype)  # softmax in fp32, as HF's eager attention
+    out = probs @ v.transpose(1, 2)  # (B, H, max_q, D)
     return out.transpose(1, 2)[valid]
     # END SOLUTION
 
@@ -130,20 +124,13 @@ def attend(q: Tensor, k_cache: Tensor, v_cache: Tensor, meta: AttentionMetadata,
     """Dispatch: decode rows to the Triton paged-decode kernel when backend == "triton", the rest
     (and everything with backend "torch") to `paged_attention`."""
     if backend != "triton" or meta.num_decodes == 0:
-        return _gather_path(q, k_cache, v_cache, meta, scale)
+        return paged_attention(q, k_cache, v_cache, meta, scale)
     from .paged_decode_triton import paged_decode  # imports triton only when used
 
     nd = meta.num_decodes
     out_decode = paged_decode(q[:nd], k_cache, v_cache, meta.block_tables[:nd], meta.context_lens[:nd], scale)
     if nd == meta.num_seqs:
         return out_decode
-    out_rest = _gather_path(q[nd:], k_cache, v_cache, meta.select(nd), scale)
+    out_rest = paged_attention(q[nd:], k_cache, v_cache, meta.select(nd), scale)
     return torch.cat([out_decode, out_rest])
 
-
-def _gather_path(q: Tensor, k_cache: Tensor, v_cache: Tensor, meta: AttentionMetadata, scale: float) -> Tensor:
-    """`paged_attention`, kept off cuDNN's SDPA on CUDA (see _GATHER_BACKENDS)."""
-    if not q.is_cuda:
-        return paged_attention(q, k_cache, v_cache, meta, scale)
-    with sdpa_kernel(_GATHER_BACKENDS):
-        return paged_attention(q, k_cache, v_cache, meta, scale)

@@ -1,0 +1,193 @@
+"""Op and kernel accounting (autograder/accounting.py), in process: every route to a forbidden op is
+seen, `oracle()` lifts it only for test code, switching the profiler off is tampering, and
+`measure` audits the timed function. Oracle: the op names torch's own profiler reports."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from autograder import accounting
+from autograder.accounting import Accountant, matches
+from autograder.spec import AccountingRules, parse_spec
+from autograder.testing import oracle
+from autograder.timing import measure
+
+SDPA_RULES = AccountingRules(forbidden_ops=("aten::*scaled_dot_product*",), forbidden_kernels=("*fmha*",))
+
+
+def _qkv():
+    g = torch.Generator().manual_seed(0)
+    return [torch.randn(1, 2, 8, 4, generator=g) for _ in range(3)]
+
+
+def _account(fn, rules=SDPA_RULES, package="studentpkg", required=()) -> str:
+    acct = Accountant(rules, package, required)
+    acct.begin()
+    try:
+        fn()
+    finally:
+        verdict = acct.end()
+    return verdict
+
+
+@pytest.mark.parametrize("route", [
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+    lambda q, k, v: torch.ops.aten.scaled_dot_product_attention(q, k, v),
+    lambda q, k, v: torch.ops.aten._scaled_dot_product_attention_math(q, k, v),
+    lambda q, k, v: torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v),
+    lambda q, k, v: torch._C._nn.scaled_dot_product_attention(q, k, v),
+], ids=["functional", "aten", "aten_math_fallback", "aten_cpu_flash", "torch_C_nn"])
+def test_every_route_to_a_forbidden_op_is_seen(route):
+    verdict = _account(lambda: route(*_qkv()))
+    assert "scaled_dot_product" in verdict and "forbidden here" in verdict
+
+
+def test_disabling_python_dispatch_does_not_hide_an_op():
+    def sneaky():
+        with torch._C._DisableTorchDispatch():
+            torch.ops.aten.scaled_dot_product_attention(*_qkv())
+
+    assert "scaled_dot_product" in _account(sneaky)
+
+
+def test_plain_math_passes_rules_that_forbid_only_attention_ops():
+    q, k, v = _qkv()
+    assert _account(lambda: torch.softmax(q @ k.transpose(-1, -2), -1) @ v) == ""
+
+
+def test_the_oracle_block_is_not_accounted_to_the_submission():
+    def test_body():
+        with oracle():
+            out = F.scaled_dot_product_attention(*_qkv())
+        return out.sum()
+
+    assert _account(test_body) == ""
+
+
+def test_ops_after_the_oracle_block_are_recorded_again():
+    def test_body():
+        with oracle():
+            F.scaled_dot_product_attention(*_qkv())
+        torch.ops.aten.scaled_dot_product_attention(*_qkv())
+
+    assert "scaled_dot_product" in _account(test_body)
+
+
+def test_the_submission_cannot_lift_the_accounting_with_oracle():
+    module = types.ModuleType("studentpkg.attn")
+    exec(textwrap.dedent("""
+        import torch.nn.functional as F
+        from autograder.testing import oracle
+
+        def attention(q, k, v):
+            with oracle():
+                return F.scaled_dot_product_attention(q, k, v)
+    """), module.__dict__)
+    verdict = _account(lambda: module.attention(*_qkv()))
+    assert "studentpkg.attn called autograder.testing.oracle()" in verdict
+    assert "scaled_dot_product" in verdict
+
+
+def test_switching_the_profiler_off_is_reported_as_tampering():
+    def tamper():
+        torch.autograd._disable_profiler()
+        F.scaled_dot_product_attention(*_qkv())
+
+    assert "tampering" in _account(tamper)
+
+
+def test_measure_audits_one_call_and_times_the_rest_unrecorded():
+    calls = []
+
+    def fn():
+        calls.append(torch.autograd._profiler_enabled())
+        torch.ops.aten.scaled_dot_product_attention(*_qkv())
+
+    verdict = _account(lambda: measure(fn, warmup=0, reps=4))
+    assert calls == [False] * 4 + [True], "the four timed calls run unprofiled, the audit call profiled"
+    assert "scaled_dot_product" in verdict
+
+
+def test_measure_of_an_oracle_baseline_is_not_audited():
+    def test_body():
+        with oracle():
+            measure(lambda: F.scaled_dot_product_attention(*_qkv()), warmup=0, reps=2)
+
+    assert _account(test_body) == ""
+
+
+def test_no_accountant_outside_a_test():
+    assert accounting.current() is None
+    _account(lambda: None)
+    assert accounting.current() is None
+
+
+def test_patterns_match_case_insensitively():
+    assert matches("cunn_SoftMaxForward", ("*softmax*",)) == "*softmax*"
+    assert matches("aten::mm", ("aten::mm",)) and not matches("aten::mm_out", ("aten::mm",))
+
+
+def test_spec_reads_and_validates_the_accounting_table():
+    head = {"assignment": {"id": "p6_x", "title": "t", "stage": 4, "package": "x", "editable": ["x/*.py"]}}
+    spec = parse_spec({**head, "accounting": {"forbidden_ops": ["aten::mm"], "require_kernels": ["x.k"]}})
+    assert spec.accounting.forbidden_ops == ("aten::mm",) and spec.accounting.require_kernels == ("x.k",)
+    with pytest.raises(ValueError, match="namespace"):
+        parse_spec({**head, "accounting": {"forbidden_ops": ["mm"]}})
+    with pytest.raises(ValueError, match="not inside package"):
+        parse_spec({**head, "accounting": {"require_kernels": ["other"]}})
+    with pytest.raises(ValueError, match="unknown keys"):
+        parse_spec({**head, "accounting": {"forbid": ["aten::mm"]}})
+
+
+KERNEL_CHILD = r"""
+import json, sys, torch, triton, triton.language as tl
+from autograder.accounting import Accountant
+from autograder.spec import AccountingRules
+sys.path.insert(0, sys.argv[1])
+from kpkg.kern import copy
+
+rules = AccountingRules(require_kernels=("kpkg",))
+out = {}
+for case, body in {"launched": lambda: copy(torch.arange(8.0)), "torch_only": lambda: torch.arange(8.0) * 1}.items():
+    acct = Accountant(rules, "kpkg", rules.require_kernels)
+    acct.begin()
+    body()
+    out[case] = [acct.end(), sorted(acct.ledger.launches)]
+print(json.dumps(out))
+"""
+
+KERNEL_MODULE = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def _copy_kernel(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(Y + offs, tl.load(X + offs, mask=offs < N), mask=offs < N)
+
+def copy(x):
+    y = torch.empty_like(x)
+    _copy_kernel[(1,)](x, y, x.numel(), BLOCK=8)
+    return y
+"""
+
+
+def test_a_required_kernel_must_launch_under_the_triton_interpreter(tmp_path):
+    (tmp_path / "kpkg").mkdir()
+    (tmp_path / "kpkg" / "__init__.py").write_text("")
+    (tmp_path / "kpkg" / "kern.py").write_text(KERNEL_MODULE)
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    run = subprocess.run([sys.executable, "-c", KERNEL_CHILD, str(tmp_path)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["launched"] == ["", ["kpkg.kern._copy_kernel"]]
+    assert out["torch_only"][0] == "no Triton kernel of kpkg ran: this exercise is to write it"
