@@ -1,0 +1,100 @@
+"""Submissions that skip the exercise (tests/fixtures/wrong_approach/) earn none of the points of the
+tests they sidestep. Each is graded end to end twice on the CPU: with the assignment's accounting
+rules off, to show its answers are right (the sidestep works, so only the accounting can refuse
+it), and with them on, where the sidestepped tests must earn nothing and name why."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+
+from autograder.grade import grade_assignment
+from autograder.repo import Course, find_root
+from autograder.spec import AccountingRules
+
+COURSE = Course(find_root())
+
+
+@dataclasses.dataclass(frozen=True)
+class _WithoutAccounting(Course):
+    """The course with every assignment's accounting rules removed."""
+
+    def spec(self, assignment_id):
+        return dataclasses.replace(super().spec(assignment_id), accounting=AccountingRules())
+
+CORPUS = Path(__file__).parent / "fixtures" / "wrong_approach"
+ACCOUNTING_REASONS = ("forbidden here", "no Triton kernel of")
+
+
+def _submission(tmp_path: Path, aid: str, case: str, base: str) -> Path:
+    """The case's files laid over the untouched stub or over the reference."""
+    sub = tmp_path / aid
+    source = COURSE.student_dir(aid) if base == "stub" else COURSE.solution_dir(aid)
+    shutil.copytree(source, sub, ignore=shutil.ignore_patterns("hidden", "__pycache__"))
+    for path in (CORPUS / case).rglob("*.py"):
+        target = sub / path.relative_to(CORPUS / case)
+        target.write_bytes(path.read_bytes())
+    return sub
+
+
+def _grade(sub: Path, aid: str, accounting: bool):
+    course = COURSE if accounting else _WithoutAccounting(COURSE.root)
+    result = grade_assignment(course=course, assignment_id=aid, submission=sub, sandbox="auto", hardware="cpu")
+    graded = [t for t in result.tests if t.graded]
+    assert graded and len(result.tests) == len({t.test.nodeid for t in result.tests})
+    return result, graded
+
+
+@pytest.mark.parametrize(("case", "aid"), [
+    ("p6_torch_aten", "p6_flashattn"),
+    ("p6_torch_math", "p6_flashattn"),
+    ("s04_torch_ops", "s04_kernels"),
+])
+def test_a_submission_without_kernels_earns_nothing(case, aid, tmp_path):
+    sub = _submission(tmp_path, aid, case, "stub")
+    unchecked, graded = _grade(sub, aid, accounting=False)
+    assert unchecked.score >= 0.9 * unchecked.max_score, "the wrong approach should give right answers"
+    result, graded = _grade(sub, aid, accounting=True)
+    assert result.score <= 0.1 * result.max_score, f"{case} earned {result.score}/{result.max_score}"
+    sidestepped = {t.test.nodeid for t in unchecked.tests if t.graded and t.score > 0}
+    for t in graded:
+        if t.test.nodeid in sidestepped:
+            assert t.score == 0, f"{t.test.nodeid} earned {t.score}"
+            assert any(r in t.reason for r in ACCOUNTING_REASONS), f"{t.test.nodeid}: {t.reason!r}"
+
+
+def test_paged_attention_by_sdpa_earns_nothing_over_the_stub(tmp_path):
+    """The stub with only the attention tasks done: store_kvcache (written honestly) keeps its
+    point, the paged-attention tests that SDPA would pass earn nothing."""
+    aid = "p1_minivllm"
+    sub = _submission(tmp_path, aid, "p1_sdpa_paged_attention", "stub")
+    unchecked, _ = _grade(sub, aid, accounting=False)
+    sidestepped = {t.test.nodeid for t in unchecked.tests if t.graded and t.score > 0 and "paged_attention" in t.test.nodeid}
+    assert sidestepped, "SDPA on gathered KV should pass the paged-attention tests without accounting"
+    result, graded = _grade(sub, aid, accounting=True)
+    assert result.score <= 0.1 * result.max_score
+    for t in graded:
+        if t.test.nodeid in sidestepped:
+            assert t.score == 0 and "scaled_dot_product" in t.reason, f"{t.test.nodeid}: {t.reason!r}"
+
+
+def test_paged_attention_by_sdpa_loses_exactly_the_tests_that_run_it(tmp_path):
+    """Over the reference, the tests of the block manager and scheduler keep their points; every
+    test whose engine or kernel call runs paged_attention loses its points to the accounting."""
+    aid = "p1_minivllm"
+    sub = _submission(tmp_path, aid, "p1_sdpa_paged_attention", "reference")
+    unchecked, _ = _grade(sub, aid, accounting=False)
+    assert unchecked.score == unchecked.max_score
+    result, graded = _grade(sub, aid, accounting=True)
+    by_file: dict[str, list] = {}
+    for t in graded:
+        by_file.setdefault(t.test.file, []).append(t)
+    for file in ("tests/test_block_manager.py", "tests/test_scheduler.py"):
+        assert all(t.score == t.test.points for t in by_file[file]), file
+    for t in by_file["tests/test_engine.py"]:
+        assert t.score == 0 and "scaled_dot_product" in t.reason, t.test.nodeid
+    paged = [t for t in graded if "paged_attention" in t.test.nodeid]
+    assert paged and all(t.score == 0 for t in paged)
