@@ -191,3 +191,39 @@ def test_a_required_kernel_must_launch_under_the_triton_interpreter(tmp_path):
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert out["launched"] == ["", ["kpkg.kern._copy_kernel"]]
     assert out["torch_only"][0] == "no Triton kernel of kpkg ran: this exercise is to write it"
+
+
+# ---- GPU tier: run with `pytest tests/test_accounting.py` on a CUDA machine --------------------
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@needs_cuda
+def test_a_backward_on_the_autograd_thread_is_recorded():
+    # On CUDA the autograd engine runs backward ops on its own device thread.
+    q, k, v = (t.cuda().half().requires_grad_() for t in _qkv())
+
+    def body():
+        out = torch.ops.aten.scaled_dot_product_attention(q, k, v)
+        out.sum().backward()
+
+    rules = AccountingRules(forbidden_ops=("aten::*scaled_dot_product*backward*",))
+    assert "backward" in _account(body, rules=rules)
+
+
+@needs_cuda
+def test_the_perf_audit_names_library_kernels_and_replayed_graph_kernels(tmp_path):
+    q, k, v = (torch.randn(4, 8, 512, 64, device="cuda", dtype=torch.half) for _ in range(3))
+    rules = AccountingRules(forbidden_kernels=("*flash*", "*fmha*", "*cudnn*", "*efficient_attention*"))
+    verdict = _account(lambda: measure(lambda: F.scaled_dot_product_attention(q, k, v), warmup=1, reps=3),
+                       rules=rules)
+    assert "library kernel" in verdict, "SDPA's kernels must show in the audit by name"
+
+    x = torch.randn(1 << 20, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = x * 2
+    acct = Accountant(AccountingRules(forbidden_kernels=("*elementwise*",)), "nopkg", ())
+    acct.begin()
+    measure(graph.replay, warmup=1, reps=3)
+    verdict = acct.end()
+    assert y.shape == x.shape and "elementwise" in verdict, "kernels of a replayed graph must show by name"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from autograder.grade import grade_assignment
+from autograder.hardware import has_cuda
 from autograder.repo import Course, find_root
 from autograder.spec import AccountingRules
 
@@ -98,3 +99,24 @@ def test_paged_attention_by_sdpa_loses_exactly_the_tests_that_run_it(tmp_path):
         assert t.score == 0 and "scaled_dot_product" in t.reason, t.test.nodeid
     paged = [t for t in graded if "paged_attention" in t.test.nodeid]
     assert paged and all(t.score == 0 for t in paged)
+
+
+@pytest.mark.skipif(not has_cuda(), reason="GPU tier: run on a CUDA machine")
+@pytest.mark.parametrize(("case", "aid", "base"), [
+    ("p6_torch_aten", "p6_flashattn", "stub"),
+    ("p6_torch_math", "p6_flashattn", "stub"),
+    ("s04_torch_ops", "s04_kernels", "stub"),
+    ("p1_sdpa_paged_attention", "p1_minivllm", "reference"),
+])
+def test_wrong_approaches_earn_nothing_on_the_gpu(case, aid, base, tmp_path):
+    """Graded with the GPU and perf tiers (bars of the detected hardware): every GPU test, perf
+    tests included, earns nothing, whatever ratio the library code reached."""
+    sub = _submission(tmp_path, aid, case, base)
+    result = grade_assignment(course=COURSE, assignment_id=aid, submission=sub, sandbox="auto")
+    on_gpu = [t for t in result.tests if t.test.gpu]
+    assert on_gpu and all(t.graded for t in on_gpu), [t.reason for t in on_gpu if not t.graded][:3]
+    for t in on_gpu:
+        print(f"{case} {t.test.nodeid}: {t.score:g}/{t.test.points:g} {t.metrics} {t.reason[:160]}")
+    assert all(t.score == 0 for t in on_gpu), [(t.test.nodeid, t.score) for t in on_gpu if t.score]
+    if base == "stub":
+        assert result.score <= 0.1 * result.max_score, f"{result.score}/{result.max_score}"

@@ -1,5 +1,8 @@
 """GPU tier: the student's timer and ceilings agree with the course timer, measured in the same run."""
 
+import statistics
+import time
+
 import pytest
 import torch
 
@@ -38,13 +41,25 @@ def test_copy_bandwidth_agrees_with_course_timer():
 @pytest.mark.gpu
 @pytest.mark.points(2)
 def test_gemm_tflops_agrees_with_course_timer():
+    # An 8192^3 bf16 GEMM runs the H200 at its power limit: clocks sag for the first second or so
+    # of load, then settle. Timed one after the other from a cold start, the second measurement
+    # was up to 12% slower (701 vs 792 TFLOP/s). So the GPU is first loaded for a second with the
+    # same GEMM, then both timers measure the same size and reps in interleaved rounds, and the
+    # medians over the rounds are compared: drift hits both alike.
     from autograder.timing import measure
 
-    n = 8192
+    n, rounds = 8192, 5
     torch.manual_seed(0)
     a = torch.randn(n, n, device="cuda").to(torch.bfloat16)
     b = torch.randn(n, n, device="cuda").to(torch.bfloat16)
-    ref = 2 * n**3 / measure(lambda: torch.matmul(a, b), warmup=5, reps=20).median_s / 1e12
-    del a, b
-    ours = gemm_tflops(n, torch.bfloat16, device="cuda", warmup=5, reps=20)
-    assert ours == pytest.approx(ref, rel=AGREEMENT), f"ours {ours:.0f} vs course {ref:.0f} TFLOP/s"
+    settle_until = time.perf_counter() + 1.0
+    while time.perf_counter() < settle_until:
+        torch.matmul(a, b)
+        torch.cuda.synchronize()
+    ours, ref = [], []
+    for _ in range(rounds):
+        ref.append(2 * n**3 / measure(lambda: torch.matmul(a, b), warmup=3, reps=20).median_s / 1e12)
+        ours.append(gemm_tflops(n, torch.bfloat16, device="cuda", warmup=3, reps=20))
+    ours_tf, ref_tf = statistics.median(ours), statistics.median(ref)
+    print(f"gemm_tflops ratio ours/course {ours_tf / ref_tf:.4f} (ours {ours_tf:.0f}, course {ref_tf:.0f} TFLOP/s)")
+    assert ours_tf == pytest.approx(ref_tf, rel=AGREEMENT), f"ours {ours_tf:.0f} vs course {ref_tf:.0f} TFLOP/s"
