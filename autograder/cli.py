@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autograder import invariants, report, stubs
@@ -44,7 +45,8 @@ def list_cmd(course: Course) -> None:
 @cli.command()
 @click.argument("ids", nargs=-1)
 @click.option("--solution", is_flag=True, help="grade the reference solution instead of assignments/")
-@click.option("--submission", type=click.Path(exists=True, file_okay=False), help="grade this folder instead")
+# no exists=True: a missing folder must still get its results file, which click would abort before
+@click.option("--submission", type=click.Path(file_okay=False), help="grade this folder instead")
 @click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
 @click.option("--hardware", default=None, help="hardware tag for perf bars (default: detected)")
 @click.option("--jobs", type=int, default=None, help="test files graded in parallel (default: CPU count on CPU)")
@@ -58,14 +60,14 @@ def grade(course: Course, ids: tuple[str, ...], solution: bool, submission: str 
           hardware: str | None, jobs: int | None, json_path: str | None, junit: str | None,
           markdown: str | None, strict: bool, verbose: bool) -> None:
     """Grade assignments (all present when no id is given)."""
-    targets = list(ids) or course.ids()
-    if submission and len(targets) != 1:
-        raise GraderError("--submission grades one assignment: name its id")
     results: list[AssignmentResult] = []
     error = None
     try:
+        targets = list(ids) or course.ids()
+        if submission and len(targets) != 1:
+            raise GraderError("--submission grades one assignment: name its id")
         for aid in targets:
-            results.append(_grade_one(course, aid, solution, submission, sandbox, hardware, jobs, verbose))
+            _grade_one(course, aid, solution, submission, sandbox, hardware, jobs, verbose, results)
     except BaseException as e:  # the results file is written whatever happened
         error = str(e) or type(e).__name__
         raise
@@ -85,7 +87,8 @@ def grade(course: Course, ids: tuple[str, ...], solution: bool, submission: str 
 
 
 def _grade_one(course: Course, aid: str, solution: bool, submission: str | None, sandbox: str,
-               hardware: str | None, jobs: int | None, verbose: bool) -> AssignmentResult:
+               hardware: str | None, jobs: int | None, verbose: bool, results: list[AssignmentResult]) -> None:
+    """Grade `aid` into `results` before printing it: a report that fails to print loses no points."""
     files = test_files(course, aid)
     columns = (TextColumn(f"grading {aid}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                TimeElapsedColumn())
@@ -94,10 +97,10 @@ def _grade_one(course: Course, aid: str, solution: bool, submission: str | None,
         result = grade_assignment(
             course=course, assignment_id=aid, solution=solution,
             submission=Path(submission) if submission else None, sandbox=sandbox, hardware=hardware,
-            jobs=jobs, progress=lambda f: bar.update(task, advance=1, description=f),
+            jobs=jobs, progress=lambda f: bar.update(task, advance=1, description=escape(f)),
         )
+    results.append(result)
     report.print_result(result, console, verbose=verbose)
-    return result
 
 
 @cli.command("stubs")
@@ -200,7 +203,7 @@ def main() -> None:
     try:
         cli(standalone_mode=False)
     except GraderError as e:
-        console.print(f"[red]error:[/] {e}", markup=True, highlight=False)
+        console.print(f"[red]error:[/] {escape(str(e))}", markup=True, highlight=False)
         sys.exit(2)
     except (click.exceptions.Abort, KeyboardInterrupt):
         sys.exit(130)

@@ -9,20 +9,30 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from autograder.collect import collect_expected, read_reported, reconcile, unexpected
 from autograder.errors import GraderError
 from autograder.hardware import hardware_tag
+from autograder.probe import IMPORT_TIMEOUT_S, ImportProbe, hang_reason, probe_argv, read_probe, setup_error
 from autograder.repo import Course
-from autograder.results import AssignmentResult, ExpectedTest, TestResult
+from autograder.results import FAILED, AssignmentResult, ExpectedTest, TestResult
 from autograder.sandbox import Backend, RunRequest, select_backend
 from autograder.sandbox.base import sandbox_uid
 from autograder.sandbox.docker import DOCKER_UID
 from autograder.score import score_all
 from autograder.spec import AssignmentSpec
-from autograder.stage import TEST_DIRS, cleanup, give_to, new_root, stage, student_package
+from autograder.stage import (
+    TEST_DIRS,
+    cleanup,
+    give_to,
+    new_root,
+    read_no_follow,
+    stage,
+    student_package,
+    walk_no_links,
+)
 from autograder.stubs import render_package
 
 GRADER_ROOT = Path(__file__).resolve().parent.parent
@@ -73,6 +83,14 @@ class _Job:
     expected: list[ExpectedTest]
     hardware: str
     threads: int
+    import_error: str = ""  # from the probe: prefixed to the reason of every test that reported nothing
+
+    def request(self, argv: list[str], workdir: Path, uid: int | None, wall_s: float, **kw: object) -> RunRequest:
+        """The sandboxed run of `argv` in `workdir`, with this grading's limits, exposures and env."""
+        hide, expose = _exposed(self.course)
+        env = _base_env(workdir, self.threads) | {"AUTOGRADER_HARDWARE": self.hardware}
+        return RunRequest(argv=argv, workdir=workdir, env=env, wall_s=wall_s, memory_mb=self.spec.limits.memory_mb,
+                          gpu=self.hardware != "cpu", hide=hide, expose=expose, uid=uid, **kw)
 
 
 def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> tuple[dict[str, list[TestResult]], list[str]]:
@@ -90,10 +108,6 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     read_fd, write_fd = os.pipe()
     os.write(write_fd, key)  # 32 bytes fit in any pipe buffer
     os.close(write_fd)
-    env = _base_env(workdir, job.threads)
-    env["AUTOGRADER_HARDWARE"] = job.hardware
-    if job.backend.name == "docker":
-        env["AUTOGRADER_KEY"] = key.decode("latin-1")
     results_file = workdir / RESULTS_FILE
     argv = [sys.executable, "-m", "pytest", *test_files, "-p", "autograder.plugin",
             "--ag-results", str(results_file), "--ag-package", spec.package,
@@ -103,12 +117,11 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
             "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}"]
     if job.backend.name != "docker":
         argv += ["--ag-key-fd", str(read_fd)]
-    hide, expose = _exposed(job.course)
-    request = RunRequest(
-        argv=argv, workdir=workdir, env=env, wall_s=spec.limits.file_timeout_s * len(test_files),
-        memory_mb=spec.limits.memory_mb, gpu=job.hardware != "cpu", pass_fds=(read_fd,), hide=hide,
-        expose=expose, uid=uid, progress_file=results_file if batch else None,
-        stall_s=spec.limits.test_timeout_s + STALL_MARGIN_S if batch else None)
+    request = job.request(argv, workdir, uid, spec.limits.file_timeout_s * len(test_files), pass_fds=(read_fd,),
+                          progress_file=results_file if batch else None,
+                          stall_s=spec.limits.test_timeout_s + STALL_MARGIN_S if batch else None)
+    if job.backend.name == "docker":
+        request.env["AUTOGRADER_KEY"] = key.decode("latin-1")
     try:
         run = job.backend.run(request)
     finally:
@@ -119,6 +132,10 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     for test_file in test_files:
         expected = [t for t in job.expected if t.file == test_file]
         per_file[test_file] = reconcile(expected, reported, run)
+        if job.import_error:  # the likely cause of every silent test, said first
+            for t in per_file[test_file]:
+                if t.test.nodeid not in reported.tests:
+                    t.reason = f"the package does not import: {job.import_error}\n{t.reason}"
         if batch and any(t.nodeid not in reported.tests for t in expected):
             per_file[test_file] = []  # incomplete: the caller reruns this file on its own
     return per_file, notes
@@ -151,14 +168,21 @@ def grade_assignment(
     jobs: int | None = None,
     only_files: list[str] | None = None,
     progress: Progress | None = None,
+    import_timeout_s: float = IMPORT_TIMEOUT_S,
 ) -> AssignmentResult:
-    """Grade the student's copy (default), the reference (`solution`) or a `submission` folder."""
+    """Grade the student's copy (default), the reference (`solution`) or a `submission` folder.
+
+    `import_timeout_s` bounds the probe that imports the package once before any test runs.
+    """
     start = time.monotonic()
     spec = course.spec(assignment_id)
     master_dir = course.master_dir(assignment_id)
     solution_dir = course.solution_dir(assignment_id)
     if solution and solution_dir is None:
         raise GraderError(f"--solution needs solutions/{assignment_id}, which this checkout does not have")
+    if submission is not None and not submission.is_dir():
+        raise GraderError(f"the submission folder {submission} does not exist (or is not a folder): "
+                          "check the path given to --submission")
     source_dir = submission or (solution_dir if solution else course.student_dir(assignment_id))
     if not (source_dir / spec.package).is_dir():
         raise GraderError(f"{source_dir}: no package folder {spec.package!r} to grade")
@@ -178,34 +202,16 @@ def grade_assignment(
         result = AssignmentResult(assignment_id, spec.title, tag, backend.name,
                                   "solution" if solution else str(submission) if submission else "student",
                                   hidden_available=(master_dir / "hidden").is_dir() and only_files is None)
-
-        job = _Job(backend, spec, course, root, master_dir, package, expected, tag, threads)
-        done: dict[str, list[TestResult]] = {}
-
-        def batch(item: tuple[int, list[str]]) -> None:
-            index, group = item
-            per_file, notes = _run_files(job, f"batch{index}", group, batch=len(group) > 1)
-            result.notes.extend(notes)
-            for test_file, tests in per_file.items():
-                if tests:
-                    done[test_file] = tests
-                    if progress:
-                        progress(test_file)
-
-        def isolated(item: tuple[int, str]) -> None:
-            index, test_file = item
-            per_file, notes = _run_files(job, f"file{index}", [test_file], batch=False)
-            result.notes.extend(notes)
-            done[test_file] = per_file[test_file]
-            if progress:
-                progress(test_file)
-
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            list(pool.map(batch, enumerate(_groups(files, workers))))
-            rerun = [f for f in files if f not in done]  # a crash, hang or exit cut these short
-            list(pool.map(isolated, enumerate(rerun)))
-        for test_file in files:
-            result.tests.extend(done[test_file])
+        result.notes.extend(package.notes)
+        job = _Job(backend, spec, course, root, master_dir, package.files, expected, tag, threads)
+        probe = _probe(job, import_timeout_s)
+        if probe.hung:
+            result.notes.insert(0, hang_reason(import_timeout_s))
+            result.tests = [TestResult(t, FAILED, hang_reason(import_timeout_s)) for t in expected if t.file in files]
+        else:
+            if probe.error:
+                result.notes.insert(0, f"the package does not import: {probe.error}")
+            _grade_files(replace(job, import_error=probe.error), files, workers, result, progress)
     finally:
         cleanup(root)
     score_all(result.tests, spec, tag)
@@ -213,10 +219,54 @@ def grade_assignment(
     return result
 
 
+def _probe(job: _Job, timeout_s: float) -> ImportProbe:
+    """Import the package once in the sandbox; GraderError when the sandbox cannot even start Python."""
+    workdir = stage(root=job.root, name="probe", master_dir=job.master_dir, spec=job.spec, package_files=job.package,
+                    test_files=[])
+    uid = sandbox_uid()
+    give_to(workdir, uid)
+    run = job.backend.run(job.request(probe_argv(sys.executable, job.spec.package), workdir, uid, timeout_s))
+    probe = read_probe(run)
+    if not probe.grader_ok:
+        raise setup_error(run, job.backend.name)
+    return probe
+
+
+def _grade_files(job: _Job, files: list[str], workers: int, result: AssignmentResult,
+                 progress: Progress | None) -> None:
+    """Batches first; a file a crash, hang or exit cut short is rerun on its own."""
+    done: dict[str, list[TestResult]] = {}
+
+    def batch(item: tuple[int, list[str]]) -> None:
+        index, group = item
+        per_file, notes = _run_files(job, f"batch{index}", group, batch=len(group) > 1)
+        result.notes.extend(notes)
+        for test_file, tests in per_file.items():
+            if tests:
+                done[test_file] = tests
+                if progress:
+                    progress(test_file)
+
+    def isolated(item: tuple[int, str]) -> None:
+        index, test_file = item
+        per_file, notes = _run_files(job, f"file{index}", [test_file], batch=False)
+        result.notes.extend(notes)
+        done[test_file] = per_file[test_file]
+        if progress:
+            progress(test_file)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(batch, enumerate(_groups(files, workers))))
+        rerun = [f for f in files if f not in done]
+        list(pool.map(isolated, enumerate(rerun)))
+    for test_file in files:
+        result.tests.extend(done[test_file])
+
+
 def _package_files(directory: Path, spec: AssignmentSpec) -> dict[Path, bytes]:
-    pkg = directory / spec.package
-    return {p.relative_to(directory): p.read_bytes() for p in sorted(pkg.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts}
+    """The package's regular files; a symbolic link is never followed (nor staged)."""
+    files, _links = walk_no_links(directory / spec.package)
+    return {Path(spec.package) / rel: read_no_follow(directory / spec.package / rel) for rel in files}
 
 
 def test_files(course: Course, assignment_id: str) -> list[str]:

@@ -1,6 +1,8 @@
 """Report: a terminal table, Gradescope `results.json`, JUnit XML and a Markdown summary.
 
-The summary never says "all tests passed" unless every test ran here, hidden ones included.
+The summary never says "all tests passed" unless every test ran here, hidden ones included. Text a
+submission controls (test names, reasons, output, notes) is escaped before it reaches rich's markup:
+a "[/]" in an error message must print, not crash the report.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from autograder.results import NOT_GRADED, PASSED, AssignmentResult, TestResult
@@ -41,17 +44,17 @@ def summary_line(result: AssignmentResult) -> str:
 def _detail(t: TestResult) -> str:
     """Perf bars, else the grader's reason, else the first error line pytest printed ("E   ...")."""
     if t.perf_notes:
-        return "; ".join(t.perf_notes)
+        return escape("; ".join(t.perf_notes))
     if t.reason:
-        return t.reason.splitlines()[0][:160]
+        return escape(t.reason.splitlines()[0][:160])
     errors = [line[1:].strip() for line in t.output.splitlines() if line.startswith("E ")]
-    return errors[0][:160] if errors else ""
+    return escape(errors[0][:160]) if errors else ""
 
 
 def _test_row(t: TestResult, label: str) -> tuple[str, ...]:
     points = f"{_fmt(t.score)}/{_fmt(t.test.points)}" if t.graded else f"–/{_fmt(t.test.points)}"
     status = f"[{STYLE.get(t.status, 'white')}]{t.status.replace('_', ' ')}[/]"
-    return (label, "hidden" if t.test.hidden else "public", status, points, f"{t.duration_s:.1f}s", _detail(t))
+    return (escape(label), "hidden" if t.test.hidden else "public", status, points, f"{t.duration_s:.1f}s", _detail(t))
 
 
 def _file_rows(tests: list[TestResult], verbose: bool) -> list[tuple[str, ...]]:
@@ -61,9 +64,9 @@ def _file_rows(tests: list[TestResult], verbose: bool) -> list[tuple[str, ...]]:
     quiet = [t for t in tests if t.status == PASSED and not t.perf_notes] if not verbose else []
     if len(quiet) == len(tests):
         points = f"{_fmt(sum(t.score for t in tests))}/{_fmt(sum(t.test.points for t in tests))}"
-        return [(f"{file} ({len(tests)} tests)", suite, "[green]passed[/]", points,
+        return [(escape(f"{file} ({len(tests)} tests)"), suite, "[green]passed[/]", points,
                  f"{sum(t.duration_s for t in tests):.1f}s", "")]
-    rows = [(f"[bold]{file}[/]", suite, "", "", "", "")]
+    rows = [(f"[bold]{escape(file)}[/]", suite, "", "", "", "")]
     rows += [_test_row(t, "  " + t.test.nodeid.split("::", 1)[-1]) for t in tests if t not in quiet]
     if quiet:
         rows.append((f"  … {len(quiet)} more passed", suite, "[green]passed[/]",
@@ -74,7 +77,8 @@ def _file_rows(tests: list[TestResult], verbose: bool) -> list[tuple[str, ...]]:
 def print_result(result: AssignmentResult, console: Console | None = None, verbose: bool = False) -> None:
     """The table of one assignment: passing files folded to one row unless `verbose`."""
     console = console or Console()
-    table = Table(title=f"{result.id} — {result.title}  [{result.hardware}, sandbox {result.sandbox}, {result.source}]")
+    table = Table(title=escape(f"{result.id} — {result.title}  [{result.hardware}, sandbox {result.sandbox}, "
+                               f"{result.source}]"))
     table.add_column("test", ratio=3, overflow="fold")
     for column in ("suite", "status", "points", "time"):
         table.add_column(column, no_wrap=True)
@@ -89,12 +93,12 @@ def print_result(result: AssignmentResult, console: Console | None = None, verbo
     if verbose:
         for t in result.tests:
             if t.status not in (PASSED, NOT_GRADED) and not t.test.hidden and (t.output or t.reason):
-                console.rule(f"[red]{t.test.nodeid}")
+                console.rule(f"[red]{escape(t.test.nodeid)}")
                 console.print(t.reason, markup=False)
                 console.print(t.output[-2500:], markup=False, highlight=False)
     for note in result.notes:
-        console.print(f"[yellow]note:[/] {note}")
-    console.print(f"[bold]{summary_line(result)}[/]  ({result.wall_s:.1f} s)")
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    console.print(f"[bold]{escape(summary_line(result))}[/]  ({result.wall_s:.1f} s)")
 
 
 def _visibility(t: TestResult) -> str:
@@ -116,7 +120,7 @@ def gradescope(results: list[AssignmentResult], *, error: str | None = None) -> 
                 "visibility": _visibility(t),
                 "extra_data": {"status": t.status, "metrics": t.metrics, "duration_s": t.duration_s},
             })
-    output = "\n".join(summary_line(r) for r in results)
+    output = "\n".join(line for r in results for line in [summary_line(r), *(f"note: {n}" for n in r.notes)])
     if error:
         output = f"grading failed: {error}\n{output}".strip()
     return {

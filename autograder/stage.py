@@ -11,6 +11,7 @@ import fnmatch
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.spec import AssignmentSpec
@@ -26,15 +27,39 @@ def new_root() -> Path:
     return root
 
 
+def _is_editable(rel: Path, spec: AssignmentSpec) -> bool:
+    return any(fnmatch.fnmatch(str(rel), pattern) for pattern in spec.editable)
+
+
+def walk_no_links(directory: Path) -> tuple[list[Path], list[Path]]:
+    """(regular files, symbolic links) under `directory`, relative to it; no link is ever followed,
+    so a submission cannot make the trusted side read a file outside it (e.g. the reference)."""
+    files, links = [], []
+    for dirpath, dirnames, filenames in os.walk(directory):  # os.walk does not descend linked folders
+        here = Path(dirpath)
+        for name in dirnames + filenames:
+            path = here / name
+            rel = path.relative_to(directory)
+            if NEVER_STAGED & set(rel.parts):
+                continue
+            if path.is_symlink():
+                links.append(rel)
+            elif name in filenames and path.is_file():
+                files.append(rel)
+        dirnames[:] = [d for d in dirnames if d not in NEVER_STAGED and not (here / d).is_symlink()]
+    return sorted(files), sorted(links)
+
+
 def editable_files(student_dir: Path, spec: AssignmentSpec) -> list[Path]:
-    """Relative paths under `student_dir` that the spec lets a student change."""
-    found = []
-    for path in sorted(student_dir.rglob("*")):
-        rel = path.relative_to(student_dir)
-        if path.is_file() and not NEVER_STAGED & set(rel.parts):
-            if any(fnmatch.fnmatch(str(rel), pattern) for pattern in spec.editable):
-                found.append(rel)
-    return found
+    """Relative paths of the regular files under `student_dir` that the spec lets a student change."""
+    return [rel for rel in walk_no_links(student_dir)[0] if _is_editable(rel, spec)]
+
+
+def read_no_follow(path: Path) -> bytes:
+    """The bytes of `path`, refusing a symbolic link even if one replaced the file since the walk."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
 
 
 def _write(target: Path, files: dict[Path, bytes]) -> None:
@@ -103,12 +128,36 @@ def give_to(workdir: Path, uid: int | None) -> None:
             os.chown(os.path.join(dirpath, name), uid, uid)
 
 
-def student_package(student_dir: Path, spec: AssignmentSpec, base: dict[Path, bytes]) -> dict[Path, bytes]:
-    """The package a run uses: `base` (the stub) overlaid with the student's editable files."""
+@dataclass
+class SubmittedPackage:
+    """The package files a run uses, and what reading the submission showed (links, missing files)."""
+
+    files: dict[Path, bytes]
+    notes: list[str] = field(default_factory=list)
+
+
+def student_package(student_dir: Path, spec: AssignmentSpec, base: dict[Path, bytes]) -> SubmittedPackage:
+    """`base` (the stub) overlaid with the student's editable files; links are refused, with a note."""
     files = dict(base)
-    for rel in editable_files(student_dir, spec):
-        files[rel] = (student_dir / rel).read_bytes()
-    return files
+    regular, all_links = walk_no_links(student_dir)
+    package = Path(spec.package)
+    links = [rel for rel in all_links if rel == package or package in rel.parents or _is_editable(rel, spec)]
+    notes = [_link_note(student_dir, rel, base) for rel in links]
+    for rel in regular:
+        if _is_editable(rel, spec):
+            files[rel] = read_no_follow(student_dir / rel)
+    for rel in sorted(base):
+        under_link = any(rel == link or link in rel.parents for link in links)
+        if _is_editable(rel, spec) and rel not in regular and not under_link:
+            notes.append(f"{rel} is missing from the submission: the untouched stub was graded in its place")
+    return SubmittedPackage(files, notes)
+
+
+def _link_note(student_dir: Path, rel: Path, base: dict[Path, bytes]) -> str:
+    kind = "folder" if (student_dir / rel).is_dir() else "file"
+    replaced = any(p == rel or rel in p.parents for p in base)
+    fallback = "the untouched stub was graded in its place" if replaced else "it was left out"
+    return f"{rel} is a symbolic link; submit the {kind} itself (links are not followed: {fallback})"
 
 
 def cleanup(root: Path) -> None:

@@ -59,3 +59,27 @@ def test_terminal_table_folds_passing_files_and_names_the_error_of_failures():
     text = console.export_text()
     assert "tests/test_a.py (2 tests)" in text and "t0" not in text  # folded into one row
     assert "NotImplementedError: s00.1: add" in text
+
+
+def _printed(r) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    report.print_result(r, console)
+    return console.export_text()
+
+
+def test_terminal_table_shows_the_parameters_of_parametrized_tests():
+    r = _result(["failed", "failed"])
+    for test, ids in zip(r.tests, ["q4-kv1", "heads0-True"], strict=True):
+        test.test.nodeid = f"tests/test_a.py::test_grouped_query_heads[{ids}]"
+    text = _printed(r)
+    assert "test_grouped_query_heads[q4-kv1]" in text and "test_grouped_query_heads[heads0-True]" in text
+
+
+def test_markup_in_student_text_is_printed_literally():
+    r = _result(["failed"])
+    r.tests[0].reason = "odd [/] and [bold] text"
+    r.notes.append("a note with [/red] in it")
+    text = _printed(r)
+    assert "odd [/] and [bold] text" in text and "a note with [/red] in it" in text
