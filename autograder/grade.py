@@ -20,7 +20,6 @@ from autograder.repo import Course
 from autograder.results import FAILED, AssignmentResult, ExpectedTest, TestResult
 from autograder.sandbox import Backend, RunRequest, select_backend
 from autograder.sandbox.base import sandbox_uid
-from autograder.sandbox.docker import DOCKER_UID
 from autograder.score import score_all
 from autograder.spec import AssignmentSpec
 from autograder.stage import (
@@ -102,7 +101,7 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     spec = job.spec
     workdir = stage(root=job.root, name=name, master_dir=job.master_dir, spec=spec, package_files=job.package,
                     test_files=[Path(f) for f in test_files])
-    uid = DOCKER_UID if job.backend.name == "docker" and os.geteuid() == 0 else sandbox_uid()
+    uid = sandbox_uid()
     give_to(workdir, uid)
     key = secrets.token_bytes(32)
     read_fd, write_fd = os.pipe()
@@ -115,13 +114,10 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
             "-p", "no:cacheprovider",
             "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
             "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}"]
-    if job.backend.name != "docker":
-        argv += ["--ag-key-fd", str(read_fd)]
+    argv += ["--ag-key-fd", str(read_fd)]  # every backend delivers this fd (docker re-opens it in the container)
     request = job.request(argv, workdir, uid, spec.limits.file_timeout_s * len(test_files), pass_fds=(read_fd,),
                           progress_file=results_file if batch else None,
                           stall_s=spec.limits.test_timeout_s + STALL_MARGIN_S if batch else None)
-    if job.backend.name == "docker":
-        request.env["AUTOGRADER_KEY"] = key.decode("latin-1")
     try:
         run = job.backend.run(request)
     finally:

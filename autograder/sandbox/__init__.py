@@ -3,7 +3,8 @@
 - `bwrap`: read-only root, private /tmp, no network, new pid namespace; the course repo is hidden
   except the grader and the virtual environment; only the work dir is writable.
 - `none`: a plain subprocess with rlimits (and, as root, its own uid and network namespace).
-- `docker`: `docker run --network none` with memory and pids limits and `--gpus` (for runners).
+- `docker`: one named container per run through the Docker SDK: no network, memory and pids limits,
+  GPUs when needed (for runners).
 """
 
 from __future__ import annotations

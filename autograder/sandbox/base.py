@@ -202,23 +202,30 @@ def _size(path: Path | None) -> int:
 
 
 def _watch(proc: subprocess.Popen, request: RunRequest, start: float) -> tuple[bool, bool]:
-    """Wait for the process; (timed out, stalled). A stall is no growth of the progress file."""
+    """Wait for the process; (timed out, stalled)."""
     if request.stall_s is None:
         try:
             proc.wait(timeout=request.wall_s)
             return False, False
         except subprocess.TimeoutExpired:
             return True, False
+    return watch(lambda: proc.poll() is not None, request, start)
+
+
+def watch(finished: Callable[[], bool], request: RunRequest, start: float, every_s: float = 0.2) -> tuple[bool, bool]:
+    """Poll until `finished()`; (timed out, stalled). A stall is no growth of the progress file for
+    `request.stall_s` (or `startup_s` before its first growth); without `stall_s`, only the wall limit."""
     size, last_change, limit = _size(request.progress_file), time.monotonic(), request.startup_s
-    while proc.poll() is None:
+    while not finished():
         now = time.monotonic()
         if now - start > request.wall_s:
             return True, False
-        if (grown := _size(request.progress_file)) != size:
-            size, last_change, limit = grown, now, request.stall_s
-        elif now - last_change > limit:
-            return False, True
-        time.sleep(0.2)
+        if request.stall_s is not None:
+            if (grown := _size(request.progress_file)) != size:
+                size, last_change, limit = grown, now, request.stall_s
+            elif now - last_change > limit:
+                return False, True
+        time.sleep(every_s)
     return False, False
 
 

@@ -1,48 +1,182 @@
-"""The docker backend for GPU runners: one container per test file.
+"""The docker backend for GPU runners: one named container per run, driven through the Docker SDK.
 
-`--network none`, memory and pids limits, `--gpus all` when the assignment has GPU tests, the work
-dir mounted at the same path. The image must hold Python, torch and the `autograder` package (see
-gpu_runners/); the HMAC key travels in an environment variable, since a pipe cannot cross
-`docker run`.
+No network, memory and pids limits, a read-only root, every capability dropped, all GPUs when the
+run needs one, and the work dir mounted at the same path. The image must hold Python, torch and the
+`autograder` package (see gpu_runners/); its own PATH and PYTHONPATH are kept, never the host's.
+
+The file descriptors a run passes (the HMAC key's pipe) cannot cross into a container. Their bytes
+go into files in the work dir, readable only by the container's user; a tiny launcher inside opens
+each at the same fd number, deletes it and then starts the command. The key is thus never in argv,
+nor in the environment (which /proc/self/environ would keep for student code to read).
+A run that hits its wall limit is killed by container name, and every container is removed.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-from dataclasses import replace
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from autograder.sandbox.base import RunRequest, RunResult, run_process
+from autograder.sandbox.base import OUTPUT_TAIL_CHARS, RunRequest, RunResult, watch
 
 DEFAULT_IMAGE = "course-autograder:gpu"
-DOCKER_UID = 65534  # the work dir is handed to this uid before the run
+FD_FILE_PREFIX = ".ag-fd-"
+PIDS_LIMIT = 1024
+
+# Runs first in the container: argv[1] is "fd=path,fd=path"; each file becomes that fd, then vanishes.
+LAUNCHER = (
+    "import os,sys\n"
+    "for item in filter(None, sys.argv[1].split(',')):\n"
+    "    number, path = item.split('=', 1)\n"
+    "    fd = os.open(path, os.O_RDONLY)\n"
+    "    os.unlink(path)\n"
+    "    if fd != int(number):\n"
+    "        os.dup2(fd, int(number))\n"
+    "        os.close(fd)\n"
+    "    os.set_inheritable(int(number), True)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+@dataclass(frozen=True)
+class FdFile:
+    """The bytes of one passed fd, staged as a file the launcher re-opens at `number`."""
+
+    number: int
+    path: Path
+
+
+def stage_fds(request: RunRequest, owner: tuple[int, int] | None) -> list[FdFile]:
+    """Drain each passed fd (a pipe whose writer has closed) into a 0400 file in the work dir."""
+    staged = []
+    for number in request.pass_fds:
+        chunks = []
+        while chunk := os.read(number, 65536):
+            chunks.append(chunk)
+        path = request.workdir / f"{FD_FILE_PREFIX}{number}"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
+        with os.fdopen(fd, "wb") as f:
+            f.write(b"".join(chunks))
+        if owner is not None:
+            os.chown(path, *owner)
+        staged.append(FdFile(number, path))
+    return staged
+
+
+def container_user(request: RunRequest) -> str:
+    """The run's own uid when the grader is root (the work dir was handed to it), else the invoking
+    user's uid:gid, who owns the work dir, so the run can write its results there."""
+    if request.uid is not None:
+        return f"{request.uid}:{request.uid}"
+    return f"{os.getuid()}:{os.getgid()}"
+
+
+def container_env(request: RunRequest, image_env: list[str]) -> dict[str, str]:
+    """The run's variables without the host's PATH, and PYTHONPATH reduced to the work dir plus the
+    image's own entries (host paths such as the grader's checkout do not exist in the image)."""
+    image = dict(item.split("=", 1) for item in image_env if "=" in item)
+    env = {k: v for k, v in request.env.items() if k not in ("PATH", "PYTHONPATH")}
+    inside = [p for p in request.env.get("PYTHONPATH", "").split(os.pathsep)
+              if p and Path(p).is_relative_to(request.workdir)]
+    paths = inside + [p for p in image.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
+
+
+def container_config(request: RunRequest, image: str, image_env: list[str], fds: list[FdFile],
+                     name: str) -> dict[str, Any]:
+    """Keyword arguments of `client.containers.run` for this request (no daemon needed to build)."""
+    workdir = str(request.workdir)
+    launcher = ",".join(f"{f.number}={f.path}" for f in fds)
+    command = ["python3", "-c", LAUNCHER, launcher, "python3", *request.argv[1:]]  # the image's interpreter
+    config: dict[str, Any] = {
+        "image": image, "command": command, "name": name, "detach": True, "labels": {"autograder": "run"},
+        "network_mode": "none", "mem_limit": f"{request.memory_mb}m", "memswap_limit": f"{request.memory_mb}m",
+        "pids_limit": PIDS_LIMIT, "read_only": True, "tmpfs": {"/tmp": ""}, "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"], "user": container_user(request),
+        "volumes": {workdir: {"bind": workdir, "mode": "rw"}}, "working_dir": workdir,
+        "environment": container_env(request, image_env), "stdin_open": False,
+    }
+    if request.gpu:
+        from docker.types import DeviceRequest
+
+        config["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    return config
 
 
 class DockerBackend:
     name = "docker"
 
-    def __init__(self, image: str | None = None) -> None:
+    def __init__(self, image: str | None = None, client: Any = None) -> None:
         self.image = image or os.environ.get("AUTOGRADER_IMAGE", DEFAULT_IMAGE)
+        self._client = client
+
+    def client(self) -> Any:
+        if self._client is None:
+            import docker
+
+            self._client = docker.from_env()
+        return self._client
 
     def available(self) -> tuple[bool, str]:
-        if shutil.which("docker") is None:
-            return False, "the docker client is not installed"
-        probe = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True)
-        if probe.returncode != 0:
-            return False, "no Docker engine answers (`docker info` failed)"
+        try:
+            from docker.errors import DockerException
+            from requests.exceptions import RequestException
+        except ImportError:
+            return False, "the Docker SDK is not installed (pip install 'docker>=7.1,<8'; `make` installs it)"
+        try:
+            self.client().ping()
+        except (DockerException, RequestException) as e:
+            return False, f"no Docker engine answers ({type(e).__name__}: {str(e)[:200]})"
+        try:
+            self.image_env()
+        except (DockerException, RequestException):
+            return False, f"no image {self.image!r}: build it (docker build -f gpu_runners/Dockerfile -t {self.image} .)"
         return True, ""
 
-    def command(self, request: RunRequest) -> list[str]:
-        argv = ["docker", "run", "--rm", "--network", "none", "--memory", f"{request.memory_mb}m",
-                "--memory-swap", f"{request.memory_mb}m", "--pids-limit", "1024", "--read-only",
-                "--tmpfs", "/tmp", "--security-opt", "no-new-privileges", "--user", f"{DOCKER_UID}:{DOCKER_UID}",
-                "-v", f"{request.workdir}:{request.workdir}", "-w", str(request.workdir)]
-        if request.gpu:
-            argv += ["--gpus", "all"]
-        for key, value in sorted(request.env.items()):
-            argv += ["-e", f"{key}={value}"]
-        return argv + [self.image, "python3", *request.argv[1:]]  # the image's own interpreter
+    def image_env(self) -> list[str]:
+        """The image's own environment ("KEY=value"), whose PATH and PYTHONPATH the run keeps."""
+        return self.client().images.get(self.image).attrs.get("Config", {}).get("Env") or []
 
     def run(self, request: RunRequest) -> RunResult:
-        return run_process(self.command(request), replace(request, uid=None, pass_fds=()), isolate_net=False)
+        client = self.client()
+        owner = (request.uid, request.uid) if request.uid is not None else None
+        fds = stage_fds(request, owner)
+        image_env = self.image_env()
+        name = f"autograder-{secrets.token_hex(8)}"
+        start = time.monotonic()
+        container = client.containers.run(**container_config(request, self.image, image_env, fds, name))
+        try:
+            timed_out, stalled = watch(lambda: _exited(container), request, start, every_s=0.5)
+            if timed_out or stalled:
+                _kill(container)
+            code = container.wait().get("StatusCode")
+            output = container.logs(stdout=True, stderr=True)[-OUTPUT_TAIL_CHARS * 4:].decode(errors="replace")
+        finally:
+            container.remove(force=True)  # also kills it, whatever went wrong above
+            for f in fds:
+                f.path.unlink(missing_ok=True)
+        wall = time.monotonic() - start
+        if stalled:
+            wall = request.stall_s or wall
+        elif timed_out:
+            wall = request.wall_s
+        return RunResult(code, timed_out or stalled, wall, output[-OUTPUT_TAIL_CHARS:], stalled=stalled)
+
+
+def _exited(container: Any) -> bool:
+    container.reload()
+    return container.status in ("exited", "dead")
+
+
+def _kill(container: Any) -> None:
+    from docker.errors import APIError
+
+    try:
+        container.kill()
+    except APIError:  # it exited between the check and the kill: nothing left to stop
+        return

@@ -1,0 +1,156 @@
+"""The docker backend: what it asks the engine for (checked without a daemon), how the HMAC key crosses
+into the container, and, where an engine and an image exist, real runs."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder.sandbox import RunRequest
+from autograder.sandbox.docker import (
+    LAUNCHER,
+    DockerBackend,
+    container_config,
+    container_env,
+    container_user,
+    stage_fds,
+)
+
+TEST_IMAGE = os.environ.get("AUTOGRADER_TEST_IMAGE", "python:3.12-slim")  # any image with python3
+
+
+def _request(workdir: Path, **kw) -> RunRequest:
+    base = dict(argv=["/host/venv/bin/python", "-c", "pass"], workdir=workdir, env={"A": "1"}, wall_s=60,
+                memory_mb=1024)
+    return RunRequest(**(base | kw))
+
+
+def _key_pipe(key: bytes) -> int:
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, key)
+    os.close(write_fd)
+    return read_fd
+
+
+def test_container_runs_as_the_run_uid_as_root_else_as_the_invoking_user(tmp_path):
+    assert container_user(_request(tmp_path, uid=123456)) == "123456:123456"
+    assert container_user(_request(tmp_path)) == f"{os.getuid()}:{os.getgid()}"
+
+
+def test_container_keeps_the_images_path_and_pythonpath_not_the_hosts(tmp_path):
+    env = {"PATH": "/host/bin", "PYTHONPATH": f"{tmp_path}{os.pathsep}/work/grader", "HOME": str(tmp_path / "home")}
+    inside = container_env(_request(tmp_path, env=env), ["PATH=/opt/conda/bin:/usr/bin", "PYTHONPATH=/opt/course"])
+    assert "PATH" not in inside  # the image's PATH applies
+    assert inside["PYTHONPATH"] == f"{tmp_path}{os.pathsep}/opt/course" and inside["HOME"] == str(tmp_path / "home")
+
+
+def test_the_key_crosses_as_a_private_file_never_in_argv_or_environment(tmp_path):
+    key = b"\x00\xff\xe9\n" + secrets.token_bytes(28)  # NUL, non-UTF-8 and newline bytes must survive
+    read_fd = _key_pipe(key)
+    try:
+        request = _request(tmp_path, argv=["/host/python", "-m", "pytest", "--ag-key-fd", str(read_fd)],
+                           pass_fds=(read_fd,))
+        fds = stage_fds(request, owner=None)
+    finally:
+        os.close(read_fd)
+    (staged,) = fds
+    assert staged.number == read_fd and staged.path.read_bytes() == key
+    assert staged.path.stat().st_mode & 0o777 == 0o400
+    config = container_config(request, "img:1", [], fds, "autograder-x")
+    visible = repr(config["command"]) + repr(config["environment"])
+    assert key.hex() not in visible and "AUTOGRADER_KEY" not in visible
+
+
+def test_the_launcher_reopens_the_key_at_its_fd_number_and_deletes_the_file(tmp_path):
+    key = b"\x00\xff" + secrets.token_bytes(30)
+    read_fd = _key_pipe(key)
+    try:
+        (staged,) = stage_fds(_request(tmp_path, pass_fds=(read_fd,)), owner=None)
+    finally:
+        os.close(read_fd)
+    number = staged.number
+    child = f"import os, sys; sys.stdout.buffer.write(os.fdopen({number}, 'rb').read())"
+    run = subprocess.run([sys.executable, "-c", LAUNCHER, f"{number}={staged.path}", sys.executable, "-c", child],
+                         capture_output=True, timeout=60)
+    assert run.returncode == 0, run.stderr.decode()
+    assert run.stdout == key and not staged.path.exists()
+
+
+class _Container:
+    def __init__(self, **config) -> None:
+        self.config, self.status, self.killed, self.removed = config, "running", False, False
+
+    def reload(self) -> None:
+        if self.killed:
+            self.status = "exited"
+
+    def kill(self) -> None:
+        self.killed = True
+
+    def wait(self) -> dict:
+        return {"StatusCode": 137 if self.killed else 0}
+
+    def logs(self, **kw) -> bytes:
+        return b"still running\n"
+
+    def remove(self, force: bool = False) -> None:
+        self.removed = force
+
+
+class _Client:
+    """Just enough of the Docker SDK's client for the backend: one container that never ends."""
+
+    def __init__(self) -> None:
+        self.started: list[_Container] = []
+        self.images = self
+        self.containers = self
+
+    def get(self, image: str):
+        return type("Image", (), {"attrs": {"Config": {"Env": ["PATH=/usr/bin"]}}})()
+
+    def run(self, **config) -> _Container:
+        self.started.append(_Container(**config))
+        return self.started[-1]
+
+
+def test_a_run_past_its_wall_limit_kills_and_removes_its_named_container(tmp_path):
+    client = _Client()
+    result = DockerBackend(image="img:1", client=client).run(_request(tmp_path, wall_s=0.5))
+    (container,) = client.started
+    assert result.timed_out and "wall limit" in result.describe()
+    assert container.killed and container.removed and container.config["name"].startswith("autograder-")
+
+
+def _engine() -> DockerBackend:
+    backend = DockerBackend(image=TEST_IMAGE)
+    ok, why = backend.available()
+    if not ok:
+        pytest.skip(f"no Docker engine with image {TEST_IMAGE} here: {why}")
+    return backend
+
+
+def test_a_real_container_gets_the_key_and_writes_results_as_the_invoking_user(tmp_path):
+    backend = _engine()
+    tmp_path.chmod(0o755)
+    key = b"\x00\xff" + secrets.token_bytes(30)
+    read_fd = _key_pipe(key)
+    code = f"import os; open('out.bin', 'wb').write(os.fdopen({read_fd}, 'rb').read())"
+    try:
+        result = backend.run(_request(tmp_path, argv=["python", "-c", code], pass_fds=(read_fd,)))
+    finally:
+        os.close(read_fd)
+    assert result.returncode == 0, result.output
+    assert (tmp_path / "out.bin").read_bytes() == key and (tmp_path / "out.bin").stat().st_uid == os.getuid()
+
+
+def test_a_real_container_past_its_wall_limit_is_killed_and_gone(tmp_path):
+    backend = _engine()
+    result = backend.run(_request(tmp_path, argv=["python", "-c", "while True: pass"], wall_s=3))
+    assert result.timed_out
+    left = backend.client().containers.list(all=True, filters={"label": "autograder=run"})
+    assert not left
