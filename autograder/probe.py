@@ -33,6 +33,8 @@ def where(exc):
     return (os.path.relpath(frames[-1].filename), frames[-1].lineno) if frames else (None, None)
 
 try:
+    if os.path.isfile("conftest.py"):  # the master conftest: it may set up (TRITON_INTERPRET) or import first
+        __import__("conftest")
     __import__(sys.argv[1])
 except BaseException as exc:
     path, line = where(exc)
