@@ -159,16 +159,22 @@ class Accountant:
             self.ledger.launches[qualified_name] += 1
 
     # ---- verdict ---------------------------------------------------------------------------
-    def verdict(self) -> str:
+    def forbidden_hits(self) -> list[str]:
+        """Tampering, forbidden ops and forbidden device kernels recorded so far."""
         ledger, rules = self.ledger, self.rules
         reasons = list(ledger.problems)
         for op in sorted(ledger.ops):
             if pattern := matches(op, rules.forbidden_ops):
                 reasons.append(f"the submission ran {op} (forbidden here: {pattern}); implement it yourself")
-        own = own_kernel_names(self.package)
+        own = own_kernel_names(self.package) if ledger.device_kernels else {}
         for kernel in sorted(ledger.device_kernels):
             if kernel not in own and (pattern := matches(kernel, rules.forbidden_kernels)):
                 reasons.append(f"the timed code ran the library kernel {kernel[:80]} (forbidden here: {pattern})")
+        return reasons
+
+    def verdict(self) -> str:
+        reasons = self.forbidden_hits()
+        own = own_kernel_names(self.package)
         for module in self.required:
             if not self._ran_kernel_of(module, own):
                 reasons.append(f"no Triton kernel of {module} ran: this exercise is to write it")

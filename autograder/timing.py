@@ -77,6 +77,8 @@ def measure(
     with acct.paused():
         timing = _timed(fn, warmup, reps, flush_l2, cuda)
     acct.audit(fn, cuda=cuda is not None)
+    if hits := acct.forbidden_hits():  # no credit can follow: stop the test now, not after its sweep
+        raise RuntimeError("perf audit: " + "; ".join(hits))
     return timing
 
 
