@@ -63,13 +63,18 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def errors() -> dict[str, list[float]]:
+def _child(code: str) -> dict:
+    """Run `code` in a child with p1's reference package importable; its last line is JSON."""
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(P1)}
-    proc = subprocess.run([sys.executable, "-c", CHECKS], cwd=P1, env=env, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", code], cwd=P1, env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def errors() -> dict[str, list[float]]:
+    return _child(CHECKS)
 
 
 @pytest.mark.parametrize("kernel", ["add_rms_norm", "rms_norm", "rope", "silu_mul"])
@@ -86,3 +91,33 @@ def test_fused_p1_kernel_matches_the_eager_ops_in_fp32(errors, kernel):
 
 def test_paged_decode_kernel_matches_the_gather_path_in_fp32(errors):
     assert errors["paged_decode_float32"][0] <= 1e-5, errors["paged_decode_float32"]
+
+
+def test_attention_in_groups_equals_one_padded_call():
+    """The given dispatcher splits a batch whose padded scores would be large (one long prompt among
+    short ones) into groups of sequences; the result must equal one call over the whole batch."""
+    code = r"""
+import json, torch
+from minivllm import AttentionMetadata, paged_attention
+from minivllm.attention import _padded_in_groups
+
+torch.manual_seed(0)
+bs, hkv, h, d = 4, 2, 4, 8
+q_lens, ctx = [40, 1, 2, 1, 3, 1], [40, 9, 30, 5, 12, 33]
+blocks = [list(range(sum(-(-c // bs) for c in ctx[:i]), sum(-(-c // bs) for c in ctx[:i + 1])))
+          for i in range(len(ctx))]
+nblocks = blocks[-1][-1] + 1
+kc, vc = torch.randn(nblocks, bs, hkv, d), torch.randn(nblocks, bs, hkv, d)
+width = max(map(len, blocks))
+meta = AttentionMetadata(
+    slot_mapping=torch.zeros(sum(q_lens), dtype=torch.long),
+    query_start_loc=torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)), dtype=torch.int32),
+    context_lens=torch.tensor(ctx, dtype=torch.int32),
+    block_tables=torch.tensor([t + [0] * (width - len(t)) for t in blocks], dtype=torch.int32),
+    query_lens_cpu=q_lens, context_lens_cpu=ctx)
+q = torch.randn(sum(q_lens), h, d)
+whole, grouped = paged_attention(q, kc, vc, meta, 0.3), _padded_in_groups(q, kc, vc, meta, 0.3)
+print(json.dumps({"max_err": (whole - grouped).abs().max().item(), "shape": list(grouped.shape)}))
+"""
+    out = _child(code)
+    assert out["shape"] == [48, 4, 8] and out["max_err"] <= 1e-6

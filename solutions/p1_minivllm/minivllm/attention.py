@@ -55,16 +55,18 @@ class AttentionMetadata:
     def max_context_len(self) -> int:
         return max(self.context_lens_cpu)
 
-    def select(self, start: int) -> AttentionMetadata:
-        """Metadata of sequences start..B-1 alone (rows renumbered from 0)."""
+    def select(self, start: int, stop: int | None = None) -> AttentionMetadata:
+        """Metadata of sequences start..stop-1 alone (rows renumbered from 0)."""
+        stop = self.num_seqs if stop is None else stop
         first_row = sum(self.query_lens_cpu[:start])
+        last_row = first_row + sum(self.query_lens_cpu[start:stop])
         return AttentionMetadata(
-            slot_mapping=self.slot_mapping[first_row:],
-            query_start_loc=self.query_start_loc[start:] - first_row,
-            context_lens=self.context_lens[start:],
-            block_tables=self.block_tables[start:],
-            query_lens_cpu=self.query_lens_cpu[start:],
-            context_lens_cpu=self.context_lens_cpu[start:],
+            slot_mapping=self.slot_mapping[first_row:last_row],
+            query_start_loc=self.query_start_loc[start:stop + 1] - first_row,
+            context_lens=self.context_lens[start:stop],
+            block_tables=self.block_tables[start:stop],
+            query_lens_cpu=self.query_lens_cpu[start:stop],
+            context_lens_cpu=self.context_lens_cpu[start:stop],
         )
 
 
@@ -124,13 +126,34 @@ def attend(q: Tensor, k_cache: Tensor, v_cache: Tensor, meta: AttentionMetadata,
     """Dispatch: decode rows to the Triton paged-decode kernel when backend == "triton", the rest
     (and everything with backend "torch") to `paged_attention`."""
     if backend != "triton" or meta.num_decodes == 0:
-        return paged_attention(q, k_cache, v_cache, meta, scale)
+        return _padded_in_groups(q, k_cache, v_cache, meta, scale)
     from .paged_decode_triton import paged_decode  # imports triton only when used
 
     nd = meta.num_decodes
     out_decode = paged_decode(q[:nd], k_cache, v_cache, meta.block_tables[:nd], meta.context_lens[:nd], scale)
     if nd == meta.num_seqs:
         return out_decode
-    out_rest = paged_attention(q[nd:], k_cache, v_cache, meta.select(nd), scale)
+    out_rest = _padded_in_groups(q[nd:], k_cache, v_cache, meta.select(nd), scale)
     return torch.cat([out_decode, out_rest])
+
+
+def _padded_in_groups(q: Tensor, k_cache: Tensor, v_cache: Tensor, meta: AttentionMetadata,
+                      scale: float) -> Tensor:
+    """`paged_attention` over groups of consecutive sequences. Its scores are padded to
+    (B, H, max query len, max context), so one long prompt among many short ones would cost
+    B times its own scores; a group's padded size stays within (all query rows) x (max context),
+    the bound the model runner's warm-up sets memory aside for."""
+    q_lens, ctx_lens = meta.query_lens_cpu, meta.context_lens_cpu
+    limit = sum(q_lens) * max(ctx_lens)
+    groups, start = [], 0
+    for end in range(1, meta.num_seqs + 1):
+        if (end - start) * max(q_lens[start:end]) * max(ctx_lens[start:end]) > limit:
+            groups.append((start, end - 1))
+            start = end - 1
+    groups.append((start, meta.num_seqs))
+    if len(groups) == 1:
+        return paged_attention(q, k_cache, v_cache, meta, scale)
+    rows = [sum(q_lens[:a]) for a, _ in groups] + [len(q)]
+    return torch.cat([paged_attention(q[rows[i]:rows[i + 1]], k_cache, v_cache, meta.select(a, b), scale)
+                      for i, (a, b) in enumerate(groups)])
 

@@ -94,10 +94,11 @@ class ModelRunner:
     def _warmup(self) -> int:
         """Runs one full-budget prefill on a scratch cache, and one decode of max_num_seqs rows when
         decode graphs will be captured (their memory pool is private); returns the activation bytes
-        to set aside: the prefill's peak plus the decode's."""
+        to set aside: the prefill's peak plus the decode's. The prefill's chunks sit at the end of
+        max_model_len contexts: attention scores grow with query rows times context length."""
         n = min(self.config.max_num_batched_tokens, self.max_model_len)
         seqs = max(1, min(self.config.max_num_seqs, self.config.max_num_batched_tokens // n))
-        blocks = -(-n // self.block_size)
+        blocks = -(-self.max_model_len // self.block_size)
         m, dev = self.model_config, self.device
         cache = torch.zeros(m.num_layers, 2, seqs * blocks, self.block_size, m.num_kv_heads, m.head_dim,
                             dtype=self.dtype, device=dev)
@@ -105,8 +106,8 @@ class ModelRunner:
         meta = AttentionMetadata(
             slot_mapping=torch.cat([torch.arange(n, device=dev) + s * blocks * self.block_size for s in range(seqs)]),
             query_start_loc=torch.arange(seqs + 1, dtype=torch.int32, device=dev) * n,
-            context_lens=torch.full((seqs,), n, dtype=torch.int32, device=dev),
-            block_tables=tables, query_lens_cpu=[n] * seqs, context_lens_cpu=[n] * seqs)
+            context_lens=torch.full((seqs,), self.max_model_len, dtype=torch.int32, device=dev),
+            block_tables=tables, query_lens_cpu=[n] * seqs, context_lens_cpu=[self.max_model_len] * seqs)
         ids = torch.zeros(seqs * n, dtype=torch.long, device=dev)
         peak = _peak_bytes(lambda: self.model.compute_logits(
             self.model(ids, torch.arange(n, device=dev).repeat(seqs), meta, cache)[-seqs:]), dev)
