@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,10 @@ from autograder.hardware import has_cuda
 from autograder.spec import AccountingRules
 
 GPU_SKIP_REASON = "not graded here: needs a CUDA GPU"
+# Lines the profiler library (Kineto) writes to stderr each time the accounting starts or stops it
+# ("USDT:2026-12-01 10:37:00 14401:14401 SyncActivityProfilerHandler.cpp:52] profiler_start"): noise
+# in a student's captured output.
+_PROFILER_LOG = re.compile(r"^(?:USDT|INFO|WARNING):\d{4}-\d\d-\d\d [\d:]+ \d+:\d+ \w+\.cpp:\d+\].*\n?", re.M)
 MAX_OUTPUT_CHARS = 3000
 KEY_ENV = "AUTOGRADER_KEY"
 
@@ -216,7 +221,7 @@ class _Recorder:
 
     def _record(self, nodeid: str, state: _TestState, teardown_s: float) -> dict[str, Any]:
         status, reason = _verdict(state)
-        output = "\n".join(state.output)
+        output = _PROFILER_LOG.sub("", "\n".join(state.output))
         if len(output) > MAX_OUTPUT_CHARS:
             output = output[: MAX_OUTPUT_CHARS // 3] + "\n...\n" + output[-2 * MAX_OUTPUT_CHARS // 3 :]
         return {"kind": "test", "nodeid": nodeid, "status": status, "reason": reason,

@@ -234,3 +234,11 @@ def test_the_perf_audit_names_library_kernels_and_replayed_graph_kernels(tmp_pat
         measure(graph.replay, warmup=1, reps=3)
     verdict = acct.end()
     assert y.shape == x.shape and "elementwise" in verdict, "kernels of a replayed graph must show by name"
+
+
+def test_profiler_log_lines_are_dropped_from_a_students_output():
+    from autograder.plugin import _PROFILER_LOG
+
+    noisy = ("E   assert 1 == 2\nUSDT:2026-12-01 10:37:00 14401:14401 SyncActivityProfilerHandler.cpp:52] "
+             "profiler_start\nINFO:2026-12-01 10:37:04 14409:14409 init.cpp:148] Registering daemon\nE   more\n")
+    assert _PROFILER_LOG.sub("", noisy) == "E   assert 1 == 2\nE   more\n"
