@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -31,14 +32,26 @@ ACCOUNTING_REASONS = ("forbidden here", "no Triton kernel of")
 
 
 def _submission(tmp_path: Path, aid: str, case: str, base: str) -> Path:
-    """The case's files laid over the untouched stub or over the reference."""
+    """The case's files laid over the untouched stub or over the reference: its own .py files, those
+    of `<assignment prefix>_common/`, and files made from the reference by its replace.toml."""
     sub = tmp_path / aid
     source = COURSE.student_dir(aid) if base == "stub" else COURSE.solution_dir(aid)
     shutil.copytree(source, sub, ignore=shutil.ignore_patterns("hidden", "__pycache__"))
-    for path in (CORPUS / case).rglob("*.py"):
-        target = sub / path.relative_to(CORPUS / case)
-        target.write_bytes(path.read_bytes())
+    for folder in (CORPUS / f"{aid.split('_')[0]}_common", CORPUS / case):
+        for path in folder.rglob("*.py"):
+            (sub / path.relative_to(folder)).write_bytes(path.read_bytes())
+    replacements = CORPUS / case / "replace.toml"
+    for entry in tomllib.loads(replacements.read_text())["replace"] if replacements.is_file() else []:
+        text = strip_markers((COURSE.solution_dir(aid) / entry["file"]).read_text())
+        assert text.count(entry["find"]) == 1, f"{case}: `find` must occur once in {entry['file']}"
+        (sub / entry["file"]).write_text(text.replace(entry["find"], entry["replace"]))
     return sub
+
+
+def strip_markers(text: str) -> str:
+    """Reference code with its solution-marker lines dropped (the bodies stay)."""
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if line.strip() not in ("# BEGIN SOLUTION", "# END SOLUTION"))
 
 
 def _grade(sub: Path, aid: str, accounting: bool):
