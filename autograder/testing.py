@@ -4,7 +4,6 @@ oracle of a student's FlashAttention, HF generate as the oracle of an engine).""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 
@@ -18,17 +17,6 @@ def register_patches(patches: list[tuple[object, str, object]]) -> None:
     _patched[:] = patches
 
 
-def _called_from_package(package: str) -> str:
-    """The module of the first frame on the stack inside `package`, or "" if none is."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if module == package or module.startswith(package + "."):
-            return module
-        frame = frame.f_back
-    return ""
-
-
 @contextmanager
 def oracle() -> Iterator[None]:
     """Within this block the forbidden APIs work again and nothing is accounted to the submission.
@@ -37,7 +25,7 @@ def oracle() -> Iterator[None]:
     submission's own code (directly or through a test helper), it lifts nothing and fails the test.
     """
     acct = accounting.current()
-    if acct is not None and (module := _called_from_package(acct.package)):
+    if acct is not None and (module := accounting.called_from_package(acct.package)):
         acct.ledger.problems.append(f"{module} called autograder.testing.oracle(): the accounting "
                                     "cannot be lifted from inside the submission")
         yield

@@ -97,6 +97,21 @@ def test_the_submission_cannot_lift_the_accounting_with_oracle():
     assert "scaled_dot_product" in verdict
 
 
+def test_the_submission_cannot_pause_the_accounting_itself():
+    module = types.ModuleType("studentpkg.sneaky")
+    exec(textwrap.dedent("""
+        import torch.nn.functional as F
+        from autograder import accounting
+
+        def attention(q, k, v):
+            with accounting.current().paused():
+                return F.scaled_dot_product_attention(q, k, v)
+    """), module.__dict__)
+    verdict = _account(lambda: module.attention(*_qkv()))
+    assert "studentpkg.sneaky tried to pause the op accounting (tampering)" in verdict
+    assert "scaled_dot_product" in verdict
+
+
 def test_switching_the_profiler_off_is_reported_as_tampering():
     def tamper():
         torch.autograd._disable_profiler()
