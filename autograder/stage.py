@@ -50,11 +50,6 @@ def walk_no_links(directory: Path) -> tuple[list[Path], list[Path]]:
     return sorted(files), sorted(links)
 
 
-def editable_files(student_dir: Path, spec: AssignmentSpec) -> list[Path]:
-    """Relative paths of the regular files under `student_dir` that the spec lets a student change."""
-    return [rel for rel in walk_no_links(student_dir)[0] if _is_editable(rel, spec)]
-
-
 def read_no_follow(path: Path) -> bytes:
     """The bytes of `path`, refusing a symbolic link even if one replaced the file since the walk."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)

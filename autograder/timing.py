@@ -3,9 +3,9 @@
 Perf tests time the student's code and a baseline with the same `measure` in the same run, and grade
 the ratio. On CPU it falls back to `time.perf_counter` (reported, never asserted on in CPU tests).
 
-Inside a graded test of an assignment with accounting rules, the timed repetitions record nothing
-(so the student's code and an oracle baseline are timed alike), and one more call after them is
-the perf audit: profiled with its host ops, Triton launches and, on CUDA, device kernel names.
+Inside a graded test of an assignment with accounting rules, the warm-up and timed repetitions
+record nothing (so the student's code and an oracle baseline are timed alike), and one more call
+after them is the perf audit: profiled with its host ops, Triton launches and, on CUDA, device kernel names.
 """
 
 from __future__ import annotations
