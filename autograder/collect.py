@@ -103,15 +103,16 @@ def unexpected(expected: list[ExpectedTest], reported: Reported) -> list[str]:
     return sorted(set(reported.tests) - known)
 
 
-def collect_expected(workdir: Path, env: dict[str, str], cache: Path | None) -> list[ExpectedTest]:
-    """Run pytest --collect-only over trusted code in `workdir`; GraderError on authoring errors."""
+def collect_expected(workdir: Path, env: dict[str, str], cache: Path | None, package: str) -> list[ExpectedTest]:
+    """Run pytest --collect-only over trusted code in `workdir`; GraderError on authoring errors.
+    The package loads in a worker as in a graded run, so test ids come out the same."""
     digest = _tree_digest(workdir)
     cached = cache / f"manifest-{digest}.json" if cache else None
     if cached and cached.is_file():
         return _parse_manifest(json.loads(cached.read_text()))
     manifest = workdir / ".manifest.json"
-    argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "autograder.plugin",
-            "--ag-manifest", str(manifest), "-p", "no:cacheprovider", "-o", "pythonpath=.",
+    argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "autograder.judge.plugin",
+            "--ag-manifest", str(manifest), "--ag-package", package, "-p", "no:cacheprovider", "-o", "pythonpath=.",
             "--rootdir", str(workdir), "tests", "hidden"]
     argv = [a for a in argv if a not in ("tests", "hidden") or (workdir / a).is_dir()]
     proc = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
@@ -134,7 +135,8 @@ def _parse_manifest(data: dict) -> list[ExpectedTest]:
 
 def _tree_digest(root: Path) -> str:
     h = hashlib.sha256(b"autograder-manifest-v1")
-    h.update(Path(__file__).with_name("plugin.py").read_bytes())
+    for part in ("judge/plugin.py", "judge/proxies.py", "judge/codec.py"):
+        h.update((Path(__file__).parent / part).read_bytes())
     for path in sorted(root.rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts:
             h.update(str(path.relative_to(root)).encode())

@@ -22,7 +22,7 @@ IMPORT_TIMEOUT_S = 120.0  # importing torch and friends on a busy 2-core machine
 
 SCRIPT = f"""
 import os, sys, traceback
-import pytest, autograder.plugin
+import pytest, autograder.judge.plugin
 print("{MARKER} grader-ok", flush=True)
 
 def where(exc):

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from autograder.errors import GraderError
+from autograder.protocol.rules import PACKAGE_PATTERN, AccountingRules
 
 ID_PATTERN = re.compile(r"^(s\d{2}|p\d)_[a-z0-9_]+$")
-PACKAGE_PATTERN = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -57,44 +57,6 @@ class Limits:
             raise ValueError("limits: file_timeout_s must be at least test_timeout_s")
         if self.memory_mb < 256:
             raise ValueError(f"limits: memory_mb={self.memory_mb} is below 256 MiB; Python alone needs more")
-
-
-@dataclass(frozen=True)
-class AccountingRules:
-    """What a submission may run while a graded test calls it (see autograder/accounting.py).
-
-    forbidden_ops: fnmatch patterns (case-insensitive) on dispatcher op names, e.g.
-        "aten::*scaled_dot_product*"; a hit outside `oracle()` fails the test.
-    require_kernels: dotted modules of the package (e.g. "flashattn"); each must launch at least
-        one Triton kernel it defines during every graded test (the `kernels` mark overrides this).
-    forbidden_kernels: patterns on CUDA kernel names seen in perf audits (e.g. "*fmha*"); the
-        package's own Triton kernels never match.
-    """
-
-    forbidden_ops: tuple[str, ...] = ()
-    require_kernels: tuple[str, ...] = ()
-    forbidden_kernels: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        for op in self.forbidden_ops:
-            if "::" not in op:
-                raise ValueError(f"[accounting].forbidden_ops: {op!r} must name a namespace, e.g. 'aten::mm'")
-        for module in self.require_kernels:
-            if not all(PACKAGE_PATTERN.match(part) for part in module.split(".")):
-                raise ValueError(f"[accounting].require_kernels: {module!r} is not a dotted module name")
-
-    @property
-    def active(self) -> bool:
-        return bool(self.forbidden_ops or self.require_kernels or self.forbidden_kernels)
-
-    def to_json(self) -> dict[str, list[str]]:
-        return {"forbidden_ops": list(self.forbidden_ops), "require_kernels": list(self.require_kernels),
-                "forbidden_kernels": list(self.forbidden_kernels)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, list[str]]) -> AccountingRules:
-        return cls(**{key: tuple(data.get(key, ())) for key in ("forbidden_ops", "require_kernels",
-                                                                 "forbidden_kernels")})
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,31 @@
-"""Helpers for test authors. `oracle()` marks the test's own reference code: the forbidden-API
-patches are lifted and the op and kernel accounting records nothing inside it (e.g. SDPA as the
-oracle of a student's FlashAttention, HF generate as the oracle of an engine)."""
+"""Helpers for test authors, used on both sides of the judge/worker split.
+
+- `oracle()`: the test's own reference code. In the judge (where test bodies run) nothing of the
+  submission's runs, so it marks intent only; in the worker (inside an `in_worker` function) it
+  lifts the forbidden-API patches and the op and kernel accounting records nothing inside it.
+- `in_worker`: a module-level test function that must run beside the student's code (a backward
+  through the student's autograd Function, a monkeypatch the package must see, a guard such as a
+  TorchFunctionMode). In the judge, calling it runs it in the worker with the arguments copied
+  there, and returns its result as judge values; in the worker it is the plain function. What it
+  returns is as untrusted as anything else from the worker: check it in the judge.
+"""
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from typing import Any, TypeVar
 
-from autograder import accounting
+from autograder.protocol.messages import ENV_ROLE, ROLE_WORKER, Op
+from autograder.worker import accounting, forbid
 
-# Filled by the grading plugin while a test runs: (owner object, attribute, original value).
-_patched: list[tuple[object, str, object]] = []
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def register_patches(patches: list[tuple[object, str, object]]) -> None:
-    _patched[:] = patches
+def in_the_worker() -> bool:
+    return os.environ.get(ENV_ROLE) == ROLE_WORKER
 
 
 @contextmanager
@@ -30,22 +41,25 @@ def oracle() -> Iterator[None]:
                                     "cannot be lifted from inside the submission")
         yield
         return
-    saved = [(owner, attr, getattr(owner, attr, None)) for owner, attr, _ in _patched]
-    for owner, attr, original in _patched:
-        setattr(owner, attr, original)
     with ExitStack() as stack:
+        stack.enter_context(forbid.lifted())
         if acct is not None:
             stack.enter_context(acct.paused())
-        try:
-            yield
-        finally:
-            for owner, attr, current in saved:
-                setattr(owner, attr, current)
+        yield
 
 
-def forbidden_stub(name: str) -> Callable[..., object]:
-    def _raise(*args: object, **kwargs: object) -> object:
-        raise RuntimeError(f"{name} is forbidden in this assignment: implement it yourself")
+def in_worker(fn: F) -> F:
+    """Run `fn` (a module-level function of a test module or conftest) in the worker process."""
+    if in_the_worker():
+        return fn
+    if "<locals>" in fn.__qualname__ or fn.__module__ == "__main__":
+        raise TypeError(f"in_worker: {fn.__qualname__} must be defined at module level of a test file")
+    code = fn.__code__
 
-    _raise.__name__ = name.rsplit(".", 1)[-1]
-    return _raise
+    @functools.wraps(fn)
+    def shipped(*args: Any, **kwargs: Any) -> Any:
+        from autograder.judge import plugin
+
+        return plugin.client().request(Op.SHIPPED, code.co_filename, fn.__module__, fn.__qualname__, args, kwargs)
+
+    return shipped  # type: ignore[return-value]

@@ -22,14 +22,12 @@ naming it. Rules come from the spec's `[accounting]` table and the `kernels` tes
 
 from __future__ import annotations
 
-import fnmatch
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
-from autograder.spec import AccountingRules
+from autograder.protocol.rules import AccountingRules, Ledger, forbidden_hits, verdict, within
 
 _current: Accountant | None = None
 
@@ -37,23 +35,6 @@ _current: Accountant | None = None
 def current() -> Accountant | None:
     """The accountant of the test now running, if the assignment has accounting rules."""
     return _current
-
-
-def matches(name: str, patterns: tuple[str, ...]) -> str | None:
-    """The first pattern (fnmatch, case-insensitive) that `name` matches, else None."""
-    low = name.lower()
-    return next((p for p in patterns if fnmatch.fnmatchcase(low, p.lower())), None)
-
-
-@dataclass
-class Ledger:
-    """What one test's submission ran. ops / device_kernels: name -> count; launches: qualified
-    Triton kernel names (module.function) -> count."""
-
-    ops: Counter = field(default_factory=Counter)
-    launches: Counter = field(default_factory=Counter)
-    device_kernels: Counter = field(default_factory=Counter)
-    problems: list[str] = field(default_factory=list)
 
 
 class _Session:
@@ -164,31 +145,17 @@ class Accountant:
             self.ledger.launches[qualified_name] += 1
 
     # ---- verdict ---------------------------------------------------------------------------
+    def export(self) -> Ledger:
+        """The ledger with the package's own kernel names filled in (what the judge decides from)."""
+        self.ledger.own_kernels = own_kernel_names(self.package)
+        return self.ledger
+
     def forbidden_hits(self) -> list[str]:
         """Tampering, forbidden ops and forbidden device kernels recorded so far."""
-        ledger, rules = self.ledger, self.rules
-        reasons = list(ledger.problems)
-        for op in sorted(ledger.ops):
-            if pattern := matches(op, rules.forbidden_ops):
-                reasons.append(f"the submission ran {op} (forbidden here: {pattern}); implement it yourself")
-        own = own_kernel_names(self.package) if ledger.device_kernels else {}
-        for kernel in sorted(ledger.device_kernels):
-            if kernel not in own and (pattern := matches(kernel, rules.forbidden_kernels)):
-                reasons.append(f"the timed code ran the library kernel {kernel[:80]} (forbidden here: {pattern})")
-        return reasons
+        return forbidden_hits(self.export(), self.rules)
 
     def verdict(self) -> str:
-        reasons = self.forbidden_hits()
-        own = own_kernel_names(self.package)
-        for module in self.required:
-            if not self._ran_kernel_of(module, own):
-                reasons.append(f"no Triton kernel of {module} ran: this exercise is to write it")
-        return "; ".join(dict.fromkeys(reasons))
-
-    def _ran_kernel_of(self, module: str, own: dict[str, str]) -> bool:
-        launched = any(_within(name.rsplit(".", 1)[0], module) for name in self.ledger.launches)
-        replayed = any(_within(own[k], module) for k in self.ledger.device_kernels if k in own)
-        return launched or replayed
+        return verdict(self.export(), self.rules, self.required)
 
 
 def called_from_package(package: str) -> str:
@@ -196,21 +163,17 @@ def called_from_package(package: str) -> str:
     frame = sys._getframe(1)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
-        if _within(module, package):
+        if within(module, package):
             return module
         frame = frame.f_back
     return ""
-
-
-def _within(module: str, prefix: str) -> bool:
-    return module == prefix or module.startswith(prefix + ".")
 
 
 def own_kernel_names(package: str) -> dict[str, str]:
     """Kernel name -> defining module, for every Triton kernel defined in the student's package."""
     found = {}
     for mod_name, module in list(sys.modules.items()):
-        if module is None or not _within(mod_name, package):
+        if module is None or not within(mod_name, package):
             continue
         for value in list(vars(module).values()):
             fn = _kernel_function(value)
@@ -251,7 +214,7 @@ def _install_launch_hook() -> None:
             continue
         original = cls.run
 
-        def run(self, *args, __original=original, **kwargs):  # noqa: ANN001, ANN202
+        def run(self, *args, __original=original, **kwargs):
             if _current is not None and not kwargs.get("warmup", False):
                 fn = getattr(self, "fn", None)
                 _current.record_launch(f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}")

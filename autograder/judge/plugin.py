@@ -1,7 +1,10 @@
-"""The pytest plugin that runs inside the sandbox (`-p autograder.plugin`).
+"""The judge: the pytest plugin that runs inside the sandbox (`-p autograder.judge.plugin`).
 
 It registers the `points`, `gpu` and `perf` marks and the `perf` fixture, skips GPU tests where CUDA
-is missing, patches forbidden APIs while a test runs, and writes one signed JSON record per test.
+is missing, and writes one signed JSON record per test. The student's package never loads in this
+process: an import hook gives the test modules proxies, and a worker process (started here, fresh
+after any test that crashed or hung it) runs the package, the forbidden-API patches and the op and
+kernel accounting. The judge decides each test from its own assertions and the worker's ledger.
 
 Nothing it writes is trusted blindly: the grader checks every record's HMAC (the key arrives on a
 pipe before any student code is imported), matches records against its own list of expected tests,
@@ -11,6 +14,7 @@ around the test function all agree that the body ran to completion.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 import hmac
@@ -22,10 +26,33 @@ from typing import Any
 
 import pytest
 
-from autograder import forbid
-from autograder.accounting import Accountant
 from autograder.hardware import has_cuda
-from autograder.spec import AccountingRules
+from autograder.judge import importer
+from autograder.judge.client import WorkerClient
+from autograder.protocol.rules import AccountingRules, Ledger, verdict
+from autograder.worker.session import CALL_MARKER
+
+PR_SET_DUMPABLE = 4
+_client: WorkerClient | None = None
+
+
+def client() -> WorkerClient:
+    """The worker of this judge (tests reach the package only through it)."""
+    if _client is None:
+        raise RuntimeError("no worker: this run has no --ag-package (the package is not graded here)")
+    return _client
+
+
+def client_if_started() -> WorkerClient | None:
+    return _client
+
+
+def _no_dumps() -> None:
+    """No process of our uid (the worker) may ptrace the judge or read its memory through /proc."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 GPU_SKIP_REASON = "not graded here: needs a CUDA GPU"
 # Lines the profiler library (Kineto) writes to stderr each time the accounting starts or stops it
@@ -77,7 +104,25 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "kernels(*modules): Triton kernels of these modules must run "
                             "(overrides the spec's require_kernels; no argument: none required)")
     if config.getoption("--ag-results") or config.getoption("--ag-manifest"):
+        _no_dumps()
         config.pluginmanager.register(_Recorder(config), "autograder-recorder")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """Before any conftest loads: the import hook, and the worker starting (it imports torch while
+    pytest collects)."""
+    package = getattr(early_config.known_args_namespace, "ag_package", "")
+    if package:
+        global _client
+        _client = WorkerClient(package)
+        importer.install(package, _client)
+        _client.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _client is not None:
+        _client.kill()
 
 
 @pytest.fixture
@@ -157,6 +202,7 @@ class _Recorder:
         self._emit({"kind": "progress", "nodeid": nodeid})  # the grader's stall watchdog sees this
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        importer.leave_workdir(str(session.config.rootpath))
         self._emit({"kind": "progress", "nodeid": ""})
         if not self._manifest:
             return
@@ -180,31 +226,51 @@ class _Recorder:
             self._state(item.nodeid).not_graded = GPU_SKIP_REASON
             pytest.skip(GPU_SKIP_REASON)
 
-    def _accountant(self, item: pytest.Item) -> Accountant | None:
+    def _required(self, item: pytest.Item) -> tuple[str, ...]:
         mark = item.get_closest_marker("kernels")
-        required = tuple(mark.args) if mark is not None else self._rules.require_kernels
-        if not (self._rules.active or required):
-            return None
-        return Accountant(self._rules, self._package, required)
+        return tuple(mark.args) if mark is not None else self._rules.require_kernels
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Any:
         state = self._state(item.nodeid)
-        patches = forbid.apply(self._forbidden, self._package)
-        accountant = self._accountant(item)
+        required = self._required(item)
+        if _client is not None:
+            _client.begin_test(item.nodeid, self._forbidden, self._rules.to_json(), list(required))
         try:
-            if accountant is not None:
-                accountant.begin()
             return (yield)
         except BaseException as exc:
             state.call_raised = f"{type(exc).__name__}"
             raise
         finally:
-            forbid.restore(patches)
-            if accountant is not None:
-                state.violation = accountant.end()
-                if state.violation:
-                    state.output.append(f"[accounting] {state.violation}")
+            state.violation = self._end_in_worker(state, required)
+            if state.violation:
+                state.output.append(f"[accounting] {state.violation}")
+
+    def _end_in_worker(self, state: _TestState, required: tuple[str, ...]) -> str:
+        """End the test in the worker; the accounting verdict from its ledger ("" when it passes)."""
+        if _client is None:
+            return ""
+        try:
+            served, data = _client.end_test()
+        except Exception as exc:  # noqa: BLE001  the worker died at the end: no ledger
+            served, data = True, None
+            _client.broken = _client.broken or str(exc)
+        if output := _client.take_output():
+            state.output.append(f"[output of the submission's process]\n{output}")
+        if _client.broken:
+            state.output.append(f"[worker] {_client.broken}")
+        if not (self._rules.active or required):
+            return ""
+        if not served:
+            return verdict(Ledger(), self._rules, required)
+        try:
+            ledger = Ledger.from_json(data)
+        except ValueError as exc:
+            return f"the op and kernel accounting sent no valid ledger ({exc})"
+        if self._rules.forbidden_ops and ledger.ops.get(CALL_MARKER, 0) != _client.calls:
+            return (f"the op accounting saw {ledger.ops.get(CALL_MARKER, 0)} of the {_client.calls} calls into the "
+                    "submission (switched off or tampered with)")
+        return verdict(ledger, self._rules, required)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         state = self._state(report.nodeid)

@@ -11,11 +11,34 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-
-from autograder.testing import forbidden_stub, register_patches
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 Patch = tuple[object, str, object]
 _MISSING = object()
+# The patches of the test now running: (owner object, attribute, original value); lifted by oracle().
+_patched: list[Patch] = []
+
+
+def forbidden_stub(name: str) -> Callable[..., object]:
+    def _raise(*args: object, **kwargs: object) -> object:
+        raise RuntimeError(f"{name} is forbidden in this assignment: implement it yourself")
+
+    _raise.__name__ = name.rsplit(".", 1)[-1]
+    return _raise
+
+
+@contextmanager
+def lifted() -> Iterator[None]:
+    """The original forbidden APIs within the block (the test's oracle), the stubs again after."""
+    saved = [(owner, attr, getattr(owner, attr, None)) for owner, attr, _ in _patched]
+    for owner, attr, original in _patched:
+        setattr(owner, attr, original)
+    try:
+        yield
+    finally:
+        for owner, attr, current in saved:
+            setattr(owner, attr, current)
 
 
 def _resolve(name: str) -> tuple[object, str, object] | None:
@@ -72,7 +95,7 @@ def apply(names: list[str], package: str) -> list[Patch]:
             for p_owner, p_attr, p_orig in [(t_owner, t_attr, original), *_aliases(original, package)]:
                 setattr(p_owner, p_attr, stub)
                 patches.append((p_owner, p_attr, p_orig))
-    register_patches([p for p in patches if p[0] is not sys.modules])
+    _patched[:] = [p for p in patches if p[0] is not sys.modules]
     return patches
 
 
@@ -85,4 +108,4 @@ def restore(patches: list[Patch]) -> None:
                 sys.modules[attr] = original  # type: ignore[assignment]
         else:
             setattr(owner, attr, original)
-    register_patches([])
+    _patched.clear()

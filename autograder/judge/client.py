@@ -1,0 +1,276 @@
+"""The judge's end of the worker: starts it, sends requests, turns replies into judge values.
+
+One worker per judge process, started in the background when the judge starts and again after a
+test that crashed, hung or interrupted it (the generation counts restarts; references into an
+earlier worker are refused, names of the package re-resolve). The worker is a fresh interpreter
+(never a fork of the judge: it must not hold the key), in its own session, with only its socket and
+arenas inherited; its output goes to a pipe the judge drains into the test's report.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from autograder.judge.codec import JudgeCodec
+from autograder.judge.proxies import RemoteError, mirror_exception
+from autograder.protocol.arena import Arena, new_arena_fd
+from autograder.protocol.messages import ENV_ROLE, ROLE_WORKER, Op
+from autograder.protocol.wire import PeerGone, ProtocolError, expect, recv_frame, send_frame
+
+START_TIMEOUT_S = 180.0   # a fresh interpreter importing torch on a loaded 2-core machine
+CALL_OPS = {Op.GETATTR, Op.SETATTR, Op.DELATTR, Op.CALL, Op.CALL_METHOD, Op.SPECIAL, Op.SHIPPED}
+MAX_OUTPUT_CHARS = 20_000
+
+
+class WorkerDied(RuntimeError):
+    """The submission's process ended or broke the protocol during a request."""
+
+
+class WorkerClient:
+    def __init__(self, package: str) -> None:
+        self.package = package
+        self.generation = 0
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self.codec: JudgeCodec | None = None
+        self.releases: list[tuple[int, int]] = []
+        self.callbacks: dict[int, Callable[..., Any]] = {}
+        self.callback_error: BaseException | None = None
+        self.test: tuple | None = None      # BEGIN_TEST arguments of the test now running
+        self.test_begun = False
+        self.calls = 0                      # top-level calls in this test (the ledger must show them)
+        self.depth = 0
+        self.broken = ""                    # why the current test's worker was lost, if it was
+        self._output: list[str] = []
+        self._output_lock = threading.Lock()
+
+    # ---- process ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.generation += 1
+        judge_end, worker_end = socket.socketpair()
+        to_judge, from_judge = new_arena_fd("autograder-to-judge"), new_arena_fd("autograder-to-worker")
+        fds = (worker_end.fileno(), to_judge, from_judge)
+        argv = [sys.executable, "-m", "autograder.worker.server", "--sock-fd", str(fds[0]), "--to-judge-fd",
+                str(to_judge), "--from-judge-fd", str(from_judge), "--generation", str(self.generation),
+                "--package", self.package]
+        env = dict(os.environ) | {ENV_ROLE: ROLE_WORKER}
+        self.proc = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        worker_end.close()
+        self.sock = judge_end
+        self.codec = JudgeCodec(self, Arena(from_judge), Arena(to_judge))
+        os.close(to_judge)  # the mappings keep the files alive
+        os.close(from_judge)
+        threading.Thread(target=self._drain, args=(self.proc.stdout,), daemon=True).start()
+        self.releases = []
+
+    def _drain(self, stream: Any) -> None:
+        for line in iter(stream.readline, b""):
+            with self._output_lock:
+                self._output.append(line.decode(errors="replace"))
+                if sum(map(len, self._output)) > MAX_OUTPUT_CHARS:
+                    del self._output[: len(self._output) // 2]
+
+    def take_output(self) -> str:
+        with self._output_lock:
+            text, self._output = "".join(self._output), []
+        return text
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self, reason: str = "") -> None:
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, 9)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
+        if self.sock is not None:
+            self.sock.close()
+        self.proc = self.sock = None
+        self.test_begun = False
+        if reason:
+            self.broken = reason
+
+    def _ensure(self) -> None:
+        if not self.alive():
+            if self.proc is not None:
+                self.kill()
+            self.start()
+            assert self.sock is not None
+            self.sock.settimeout(START_TIMEOUT_S)
+            try:
+                self._exchange((Op.HELLO.value, []))
+            except TimeoutError as exc:
+                self.kill()
+                raise WorkerDied(f"the worker process did not start within {START_TIMEOUT_S:.0f} s") from exc
+            finally:
+                if self.sock is not None:
+                    self.sock.settimeout(None)
+        if self.test is not None and not self.test_begun:
+            self.test_begun = True
+            self._exchange((Op.BEGIN_TEST.value, [], *self.test))
+
+    # ---- tests --------------------------------------------------------------------------------
+    def begin_test(self, nodeid: str, forbidden: list[str], rules: dict, required: list[str]) -> None:
+        self.test = (nodeid, forbidden, rules, required)
+        self.test_begun = False
+        self.calls = 0
+        self.broken = ""
+        self.callbacks.clear()
+        self.callback_error = None
+
+    def end_test(self) -> tuple[bool, Any]:
+        """(whether the worker served this test, its ledger or None); the worker stays for the next."""
+        begun, self.test = self.test_begun, None
+        self.callbacks.clear()
+        if not begun or not self.alive():
+            return begun, None
+        ledger = self._exchange((Op.END_TEST.value, []))
+        self.test_begun = False
+        return True, ledger
+
+    # ---- requests -----------------------------------------------------------------------------
+    def request(self, op: Op, *args: Any) -> Any:
+        self._ensure()
+        if op in CALL_OPS and self.depth == 0:
+            self.calls += 1
+        return self._exchange((op.value, self._take_releases(), *args))
+
+    def _take_releases(self) -> list:
+        releases, self.releases = self.releases, []
+        return releases
+
+    def _exchange(self, message: tuple) -> Any:
+        if message[0] in (Op.HELLO.value, Op.BEGIN_TEST.value, Op.END_TEST.value):
+            message = (message[0], self._take_releases(), *message[2:]) if message[0] != Op.HELLO.value else \
+                (message[0], [])
+        self.depth += 1
+        try:
+            tree, sent = self._encode(message)  # a value that cannot cross fails here, nothing sent
+            try:
+                self._send_tree(tree)
+                outcome, value = self._await_reply(sent)
+            except (PeerGone, ProtocolError, OSError) as exc:
+                status = self._exit_status()
+                self.kill(f"the submission's process {status} ({exc})")
+                raise WorkerDied(self.broken) from None
+            except BaseException:  # a timeout or interrupt in the middle of a request: the worker is mid-call
+                self.kill("the request to the submission's process was interrupted (timeout?)")
+                raise
+        finally:
+            self.depth -= 1
+        if self.callback_error is not None:  # a judge function the submission called failed: that counts
+            error, self.callback_error = self.callback_error, None
+            raise error
+        if outcome == Op.RAISED.value:
+            raise value
+        return value
+
+    def _exit_status(self) -> str:
+        if self.proc is None:
+            return "is gone"
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return "broke the protocol"
+        return f"exited with status {code}" if code >= 0 else f"was killed by signal {-code}"
+
+    def _encode(self, message: tuple) -> tuple[Any, list]:
+        assert self.codec is not None
+        self.codec.begin_send()
+        tree = self.codec.encode(message)
+        return tree, list(self.codec.sent)
+
+    def _send_tree(self, tree: Any) -> None:
+        assert self.codec is not None and self.sock is not None
+        send_frame(self.sock, tree, self.codec.outgoing.offset)
+
+    def _send(self, message: tuple) -> None:
+        self._send_tree(self._encode(message)[0])
+
+    def _await_reply(self, sent: list) -> tuple[str, Any]:
+        """(REPLY, value) or (RAISED, the judge's exception for it), serving callbacks meanwhile."""
+        assert self.codec is not None and self.sock is not None
+        while True:
+            tree, arena_size = recv_frame(self.sock)
+            self.codec.begin_receive(arena_size)
+            message = self.codec.decode(tree)
+            if type(message) is not tuple or not message:
+                raise ProtocolError("malformed reply")
+            kind = message[0]
+            if kind == Op.REPLY.value and len(message) == 3:
+                self._write_back(sent, message[2])
+                return kind, message[1]
+            if kind == Op.RAISED.value and len(message) == 2:
+                return kind, remote_exception(message[1])
+            if kind == Op.CALLBACK.value and len(message) == 4:
+                self._serve_callback(*message[1:])
+                continue
+            raise ProtocolError(f"unexpected message {kind!r} from the worker")
+
+    def _serve_callback(self, cid: Any, args: Any, kwargs: Any) -> None:
+        fn = self.callbacks.get(expect(cid, int, "callback id"))
+        try:
+            if fn is None:
+                raise ProtocolError(f"no judge function {cid}")
+            result = fn(*expect(args, tuple, "arguments"), **expect(kwargs, dict, "keywords"))
+            reply: tuple = (Op.REPLY.value, result, [])
+        except BaseException as exc:  # noqa: BLE001  re-raised in the judge after the outer request
+            if self.callback_error is None:
+                self.callback_error = exc
+            reply = (Op.RAISED.value, {"type": type(exc).__name__, "message": str(exc)[:2000]})
+        self._send(reply)
+
+    @staticmethod
+    def _write_back(sent: list, changed: Any) -> None:
+        """Arguments the submission changed in place: their final values, into the judge's tensors."""
+        import torch
+
+        for index, value in expect(changed, list, "changed arguments"):
+            target = sent[expect(index, int, "argument index")] if 0 <= index < len(sent) else None
+            if not isinstance(target, torch.Tensor) or not isinstance(value, torch.Tensor) or \
+                    value.shape != target.shape or value.dtype != target.dtype:
+                raise ProtocolError("an in-place change to an argument that does not match it")
+            with torch.no_grad():
+                target.copy_(value.to(target.device))
+
+    def register_callback(self, fn: Callable[..., Any]) -> int:
+        cid = len(self.callbacks) + 1
+        self.callbacks[cid] = fn
+        return cid
+
+    def release_later(self, generation: int, rid: int, cell: list[int]) -> None:
+        if generation == self.generation:
+            self.releases.append((rid, cell[0]))
+
+    def track(self, proxy: Any, generation: int, rid: int, cell: list[int]) -> None:
+        weakref.finalize(proxy, self.release_later, generation, rid, cell)
+
+
+def remote_exception(info: Any) -> BaseException:
+    """The judge's exception for what the worker raised (never a pytest outcome or an interrupt)."""
+    if type(info) is not dict:
+        return WorkerDied("the worker sent a malformed error")
+    name = str(info.get("type", "Exception"))
+    bases = [b for b in info.get("bases", []) if type(b) is str] if type(info.get("bases")) is list else []
+    cls = mirror_exception(str(info.get("module", "?")), name, bases)
+    message = str(info.get("message", ""))
+    try:
+        exc = cls(message)
+    except Exception:  # noqa: BLE001  a builtin whose constructor wants more (UnicodeDecodeError)
+        exc = mirror_exception(str(info.get("module", "?")), name, [])(message)
+    tb = str(info.get("traceback", ""))
+    if isinstance(exc, RemoteError):
+        exc.remote_traceback = tb
+    if tb:
+        exc.add_note(f"raised in the submission's process:\n{tb}")
+    return exc

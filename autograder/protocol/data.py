@@ -1,0 +1,144 @@
+"""Plain data both sides encode the same way: tensors, arrays, dtypes, devices and a few builtins
+that pickle only through globals (complex, slice, Ellipsis, paths).
+
+A tensor crosses by value: its bytes through the arena, its dtype by name (checked against
+torch's dtypes), its device as a string, its `requires_grad` flag. The receiver owns a fresh copy
+(autograd history never crosses). Each side lists the tensors it decoded from a message in
+`received` so a call can send back the final value of arguments the callee changed in place.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+from autograder.protocol.arena import Arena
+from autograder.protocol.wire import Codec, ProtocolError, expect
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def dtype_named(name: Any) -> Any:
+    torch = _torch()
+    value = getattr(torch, expect(name, str, "dtype name"), None)
+    if not isinstance(value, torch.dtype):
+        raise ProtocolError(f"{name!r} is not a torch dtype")
+    return value
+
+
+class DataCodec(Codec):
+    def __init__(self, outgoing: Arena, incoming: Arena) -> None:
+        self.outgoing, self.incoming = outgoing, incoming
+        self.sent: list[Any] = []      # tensors encoded into the message being built, in order
+        self.received: list[Any] = []  # tensors decoded from the last message, in order
+
+    def begin_send(self) -> None:
+        self.outgoing.reset()
+        self.sent = []
+
+    def begin_receive(self, arena_size: int) -> None:
+        self.incoming.ensure(arena_size)
+        self.received = []
+
+    # ---- encode -------------------------------------------------------------------------------
+    def encode_other(self, value: Any) -> tuple:
+        torch = _torch()
+        if isinstance(value, torch.Tensor) and type(value) in (torch.Tensor, torch.nn.Parameter):
+            offset, nbytes = self.outgoing.put(value)
+            self.sent.append(value)
+            dtype = str(value.dtype).removeprefix("torch.")
+            return ("tensor", offset, nbytes, dtype, list(value.shape), str(value.device), bool(value.requires_grad))
+        if isinstance(value, torch.dtype):
+            return ("dtype", str(value).removeprefix("torch."))
+        if isinstance(value, torch.device):
+            return ("device", str(value))
+        if type(value) is torch.Size:
+            return ("size", [int(s) for s in value])
+        if type(value) is complex:
+            return ("complex", value.real, value.imag)
+        if type(value) is slice:
+            return ("slice", self.encode(value.start), self.encode(value.stop), self.encode(value.step))
+        if value is Ellipsis:
+            return ("ellipsis",)
+        if isinstance(value, pathlib.PurePath):
+            return ("path", str(value))
+        numpy = _numpy_of(value)
+        if numpy is not None:
+            if isinstance(value, numpy.ndarray) and type(value) is numpy.ndarray and value.dtype != object:
+                tensor = torch.from_numpy(value.copy()) if value.dtype != numpy.bool_ else torch.from_numpy(value.astype("uint8"))
+                offset, nbytes = self.outgoing.put(tensor)
+                return ("ndarray", offset, nbytes, str(value.dtype), list(value.shape))
+            if isinstance(value, numpy.generic):
+                return ("npscalar", str(value.dtype), self.encode(value.item()))
+        return self.encode_reference(value)
+
+    def encode_reference(self, value: Any) -> tuple:
+        raise TypeError(f"{type(value).__name__} cannot cross to the other process")
+
+    # ---- decode -------------------------------------------------------------------------------
+    def decode_other(self, kind: str, payload: tuple) -> Any:
+        torch = _torch()
+        if kind == "tensor" and len(payload) == 6:
+            offset, nbytes, dtype, shape, device, grad = payload
+            tensor = self.incoming.take(offset, nbytes, dtype_named(dtype), shape)
+            device = torch.device(expect(device, str, "device"))
+            if device.type != "cpu":
+                tensor = tensor.to(device)
+            if expect(grad, bool, "requires_grad") and tensor.is_floating_point():
+                tensor.requires_grad_(True)
+            self.received.append(tensor)
+            return tensor
+        if kind == "dtype" and len(payload) == 1:
+            return dtype_named(payload[0])
+        if kind == "device" and len(payload) == 1:
+            return torch.device(expect(payload[0], str, "device"))
+        if kind == "size" and len(payload) == 1:
+            return torch.Size([expect(s, int, "size") for s in expect(payload[0], list, "size")])
+        if kind == "complex" and len(payload) == 2:
+            return complex(expect(payload[0], float, "complex"), expect(payload[1], float, "complex"))
+        if kind == "slice" and len(payload) == 3:
+            return slice(*(self.decode(p) for p in payload))
+        if kind == "ellipsis":
+            return Ellipsis
+        if kind == "path" and len(payload) == 1:
+            return pathlib.Path(expect(payload[0], str, "path"))
+        if kind == "ndarray" and len(payload) == 4:
+            return self._ndarray(*payload)
+        if kind == "npscalar" and len(payload) == 2:
+            import numpy
+
+            return numpy.dtype(_numpy_dtype(payload[0])).type(self.decode(payload[1]))
+        return self.decode_reference(kind, payload)
+
+    def _ndarray(self, offset: Any, nbytes: Any, dtype: Any, shape: Any) -> Any:
+        import numpy
+
+        np_dtype = numpy.dtype(_numpy_dtype(dtype))
+        raw = self.incoming.take(offset, nbytes, _torch().uint8, [expect(nbytes, int, "array size")])
+        return raw.numpy().view(np_dtype if np_dtype != numpy.bool_ else numpy.uint8).reshape(shape).astype(np_dtype).copy()
+
+    def decode_reference(self, kind: str, payload: tuple) -> Any:
+        raise ProtocolError(f"unknown value kind {kind!r}")
+
+
+_NUMPY_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                 "float16", "float32", "float64", "complex64", "complex128"}
+
+
+def _numpy_dtype(name: Any) -> str:
+    if expect(name, str, "array dtype") not in _NUMPY_DTYPES:
+        raise ProtocolError(f"array dtype {name!r} cannot cross")
+    return name
+
+
+def _numpy_of(value: Any) -> Any:
+    module = type(value).__module__
+    if module == "numpy" or module.startswith("numpy."):
+        import numpy
+
+        return numpy
+    return None

@@ -1,0 +1,57 @@
+"""Message kinds, statuses and option names: the vocabulary both sides of the sandbox share."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Status(str, Enum):
+    """The one status vocabulary of a graded test, from the judge's record to the report."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    NOT_GRADED = "not_graded"
+
+
+class RecordKind(str, Enum):
+    """Kinds of the signed JSON lines the judge writes for the trusted side."""
+
+    TEST = "test"
+    PROGRESS = "progress"
+    COLLECT_ERROR = "collect_error"
+    SESSION_END = "session_end"
+
+
+class Op(str, Enum):
+    """Requests on the judge -> worker socket (the worker answers each with REPLY or RAISED, and may
+    first ask CALLBACK questions the judge answers the same way)."""
+
+    HELLO = "hello"             # -> worker pid and generation
+    BEGIN_TEST = "begin"        # nodeid, forbidden names, accounting rules, required kernels, seed
+    END_TEST = "end"            # -> the test's ledger
+    GETATTR = "getattr"         # target, name
+    SETATTR = "setattr"         # target, name, value
+    DELATTR = "delattr"         # target, name
+    CALL = "call"               # target, args, kwargs
+    CALL_METHOD = "callmethod"  # target, name, args, kwargs (one round trip for obj.method(...))
+    SPECIAL = "special"         # target, dunder name, args: len, getitem, iter, bool, repr, ...
+    SHIPPED = "shipped"         # module file, module name, qualname, args, kwargs: test-side code
+    MEASURE = "measure"         # target, phase ("warmup" | "timed" | "audit"), options
+    RELEASE = "release"         # [(rid, receipts)]: refs the judge no longer holds
+    REPLY = "reply"
+    RAISED = "raised"
+    CALLBACK = "callback"       # worker -> judge: call a judge function handed to the worker
+
+
+# Options of the pytest plugin (the trusted side passes them on the judge's command line).
+OPT_RESULTS = "--ag-results"
+OPT_KEY_FD = "--ag-key-fd"
+OPT_FORBID = "--ag-forbid"
+OPT_PACKAGE = "--ag-package"
+OPT_MANIFEST = "--ag-manifest"
+OPT_ACCOUNTING = "--ag-accounting"
+
+# Environment of the worker process: set by the judge, read by the worker's runtime.
+ENV_ROLE = "AUTOGRADER_ROLE"        # "worker" inside the worker process
+ROLE_WORKER = "worker"

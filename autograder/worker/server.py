@@ -1,0 +1,226 @@
+"""The worker process: imports the student's package and runs what the judge asks, nothing else.
+
+Started by the judge (`python -m autograder.worker.server ...`) with a socket and two arena files
+on inherited descriptors. It answers requests one at a time (each with REPLY or RAISED); while it
+runs one, it may ask the judge to run a judge function it was handed (CALLBACK), and serves any
+request that arrives meanwhile, so calls can nest both ways.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import importlib.util
+import os
+import signal
+import socket
+import sys
+import traceback
+from typing import Any
+
+from autograder.protocol.arena import Arena
+from autograder.protocol.messages import ENV_ROLE, ROLE_WORKER, Op
+from autograder.protocol.rules import AccountingRules
+from autograder.protocol.wire import ProtocolError, expect, recv_frame, send_frame
+from autograder.worker.refs import ObjectTable, WorkerCodec, exception_bases, qualified
+from autograder.worker.session import TestSession
+
+CALL_OPS = {Op.GETATTR, Op.SETATTR, Op.DELATTR, Op.CALL, Op.CALL_METHOD, Op.SPECIAL, Op.SHIPPED}
+SPECIALS = {"len", "getitem", "setitem", "delitem", "contains", "iter", "bool", "repr", "str", "next"}
+MAX_ITER_ITEMS = 1_000_000
+PR_SET_PDEATHSIG = 1
+
+
+class JudgeRaised(Exception):
+    """A judge function called back from the worker raised (its type and message are kept)."""
+
+
+class Worker:
+    def __init__(self, sock: socket.socket, to_judge: Arena, from_judge: Arena, generation: int, package: str) -> None:
+        self.sock, self.generation, self.package = sock, generation, package
+        self.table = ObjectTable()
+        self.codec = WorkerCodec(to_judge, from_judge, self.table, generation, package, self._call_back)
+        self.session: TestSession | None = None
+        self.depth = 0
+
+    # ---- the loop -----------------------------------------------------------------------------
+    def serve(self) -> None:
+        while True:
+            self._handle(self._receive())
+
+    def _receive(self) -> tuple:
+        tree, arena_size = recv_frame(self.sock)
+        self.codec.begin_receive(arena_size)
+        message = self.codec.decode(tree)
+        if type(message) is not tuple or not message or type(message[0]) is not str:
+            raise ProtocolError("malformed message from the judge")
+        return message
+
+    def _send(self, message: tuple) -> None:
+        self.codec.begin_send()
+        tree = self.codec.encode(message)
+        send_frame(self.sock, tree, self.codec.outgoing.offset)
+
+    def _handle(self, message: tuple) -> None:
+        op, releases, *args = message
+        for rid, receipts in releases:
+            self.table.release(rid, receipts)
+        received = [(t, t._version) for t in self.codec.received]
+        try:
+            result = self._dispatch(Op(op), args)
+        except BaseException as exc:  # noqa: BLE001  everything the submission raises goes back
+            self._send((Op.RAISED.value, describe(exc)))
+            return
+        changed = [(i, t.detach()) for i, (t, version) in enumerate(received) if t._version != version]
+        try:
+            self._send((Op.REPLY.value, result, changed))
+        except (ConnectionError, ProtocolError):
+            raise
+        except BaseException as exc:  # noqa: BLE001  a result that cannot be sent is an error of this call
+            self._send((Op.RAISED.value, describe(exc)))
+
+    def _dispatch(self, op: Op, args: list) -> Any:
+        if op in CALL_OPS and self.session is not None and self.depth == 0:
+            self.session.mark_call()
+        self.depth += 1
+        try:
+            return self._run(op, args)
+        finally:
+            self.depth -= 1
+
+    def _run(self, op: Op, args: list) -> Any:  # noqa: PLR0911  one branch per request kind
+        if op is Op.HELLO:
+            return (os.getpid(), self.generation)
+        if op is Op.BEGIN_TEST:
+            return self._begin(*args)
+        if op is Op.END_TEST:
+            session, self.session = self.session, None
+            return session.end() if session is not None else None
+        if op is Op.GETATTR:
+            target, name = args
+            value = getattr(target, expect(name, str, "attribute"))
+            if isinstance(target, type(sys)):
+                self.codec.path = f"{target.__name__}.{name}"
+            return value
+        if op is Op.SETATTR:
+            return setattr(args[0], expect(args[1], str, "attribute"), args[2])
+        if op is Op.DELATTR:
+            return delattr(args[0], expect(args[1], str, "attribute"))
+        if op is Op.CALL:
+            target, call_args, kwargs = args
+            return target(*call_args, **kwargs)
+        if op is Op.CALL_METHOD:
+            target, name, call_args, kwargs = args
+            return getattr(target, expect(name, str, "method"))(*call_args, **kwargs)
+        if op is Op.SPECIAL:
+            return self._special(*args)
+        if op is Op.SHIPPED:
+            return self._shipped(*args)
+        if op is Op.MEASURE:
+            return self._measure(*args)
+        raise ProtocolError(f"unknown request {op}")
+
+    def _begin(self, nodeid: str, forbidden: list, rules: dict, required: list) -> None:
+        if self.session is not None:
+            self.session.end()
+        self.session = TestSession(nodeid, list(forbidden), AccountingRules.from_json(rules), tuple(required),
+                                   self.package)
+        self.session.begin()
+
+    @staticmethod
+    def _special(target: Any, name: str, args: list) -> Any:
+        if name not in SPECIALS:
+            raise ProtocolError(f"unknown special method {name!r}")
+        if name == "iter":
+            items = []
+            for item in target:
+                items.append(item)
+                if len(items) > MAX_ITER_ITEMS:
+                    raise RuntimeError(f"iteration produced over {MAX_ITER_ITEMS} items")
+            return items
+        if name == "bool":
+            return bool(target)
+        if name in ("repr", "str"):
+            return (repr if name == "repr" else str)(target)
+        if name == "len":
+            return len(target)
+        if name == "next":
+            return next(target)
+        return getattr(target, f"__{name}__")(*args)
+
+    @staticmethod
+    def _shipped(path: str, module_name: str, qualname: str, args: tuple, kwargs: dict) -> Any:
+        """Run a test-side function the judge ships (marked with `in_worker`) here."""
+        module = sys.modules.get(module_name)
+        if module is None or os.path.abspath(getattr(module, "__file__", "") or "") != os.path.abspath(path):
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load the test module {path}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            spec.loader.exec_module(module)
+        fn: Any = module
+        for part in qualname.split("."):
+            fn = getattr(fn, part)
+        fn = getattr(fn, "__wrapped_for_worker__", fn)
+        return fn(*args, **kwargs)
+
+    def _measure(self, target: Any, phase: str, options: dict) -> Any:
+        session = self.session or TestSession("", [], AccountingRules(), (), self.package)
+        device = options.get("device")
+        if phase == "warmup":
+            return session.warmup(target, int(options["warmup"]), device)
+        if phase == "timed":
+            return session.timed(target, int(options["reps"]), bool(options["flush_l2"]), device)
+        if phase == "audit":
+            return session.audit(target, device)
+        raise ProtocolError(f"unknown measure phase {phase!r}")
+
+    # ---- calls back into the judge ------------------------------------------------------------
+    def _call_back(self, cid: int, args: tuple, kwargs: dict) -> Any:
+        self._send((Op.CALLBACK.value, cid, args, kwargs))
+        while True:
+            message = self._receive()
+            if message[0] == Op.REPLY.value:
+                return message[1]
+            if message[0] == Op.RAISED.value:
+                info = message[1]
+                raise JudgeRaised(f"{info.get('type', '?')}: {info.get('message', '')}")
+            self._handle(message)
+
+
+def describe(exc: BaseException) -> dict[str, Any]:
+    """What the judge needs to raise its own mirror of `exc` (type, builtin bases, message)."""
+    module, name = qualified(type(exc))
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001  a student exception whose __str__ raises
+        message = f"<{name} whose message cannot be read>"
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-12))
+    return {"type": name, "module": module, "bases": exception_bases(type(exc)), "message": message[:4000],
+            "traceback": text[-6000:]}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="the worker process of a graded test run")
+    for name in ("--sock-fd", "--to-judge-fd", "--from-judge-fd", "--generation"):
+        parser.add_argument(name, type=int, required=True)
+    parser.add_argument("--package", required=True)
+    opts = parser.parse_args(argv)
+    os.environ[ENV_ROLE] = ROLE_WORKER
+    try:  # die with the judge (a hung judge is killed by the trusted side; its worker goes with it)
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+    import torch  # noqa: F401  imported before the first request (the judge waits for HELLO)
+
+    sock = socket.socket(fileno=opts.sock_fd)
+    worker = Worker(sock, Arena(opts.to_judge_fd), Arena(opts.from_judge_fd), opts.generation, opts.package)
+    try:
+        worker.serve()
+    except (ConnectionError, ProtocolError):
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

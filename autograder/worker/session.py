@@ -1,0 +1,81 @@
+"""One graded test as the worker sees it: forbidden APIs patched, the op and kernel accounting
+running, the RNGs seeded; and the timed phases of a perf measurement the judge brackets.
+
+Everything here runs beside the student's code and is trusted only as far as the judge checks it:
+the ledger it returns is judged by the judge's own rules (a missing or inconsistent one fails the
+test), and the times it reports must agree with the judge's own clock around the timed phase.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable
+from typing import Any
+
+from autograder.protocol.rules import AccountingRules
+from autograder.worker import accounting, forbid, timer
+
+CALL_MARKER = "autograder::call"  # a zero-length profiler range put down at every call the judge makes
+
+
+class TestSession:
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, nodeid: str, forbidden: list[str], rules: AccountingRules, required: tuple[str, ...],
+                 package: str) -> None:
+        self.nodeid, self.package = nodeid, package
+        self._forbidden, self._rules, self._required = forbidden, rules, required
+        self._patches: list[forbid.Patch] = []
+        self.accountant: accounting.Accountant | None = None
+
+    def begin(self) -> None:
+        seed = int.from_bytes(hashlib.sha256(self.nodeid.encode()).digest()[:4], "little")
+        random.seed(seed)
+        import torch
+
+        torch.manual_seed(seed)
+        self._patches = forbid.apply(self._forbidden, self.package)
+        if self._rules.active or self._required:
+            self.accountant = accounting.Accountant(self._rules, self.package, self._required)
+            self.accountant.begin()
+
+    def mark_call(self) -> None:
+        """A marker the ledger must show once per top-level call (a profiler switched off loses them)."""
+        if self.accountant is not None and self.accountant.recording and self._rules.forbidden_ops:
+            import torch
+
+            with torch.autograd.profiler.record_function(CALL_MARKER):
+                pass
+
+    def end(self) -> dict[str, Any] | None:
+        forbid.restore(self._patches)
+        self._patches = []
+        if self.accountant is None:
+            return None
+        self.accountant.end()
+        return self.accountant.export().to_json()
+
+    # ---- the phases of a bracketed measurement ----------------------------------------------
+    def warmup(self, fn: Callable[[], object], count: int, device: Any) -> None:
+        with self._quiet():
+            for _ in range(count):
+                fn()
+            timer.synchronize(device)
+
+    def timed(self, fn: Callable[[], object], reps: int, flush_l2: bool, device: Any) -> list[float]:
+        with self._quiet():
+            return timer.samples(fn, reps, flush_l2, device)
+
+    def audit(self, fn: Callable[[], object], device: Any) -> tuple[object, list[str]]:
+        """One more call with everything recorded: (its output, forbidden hits so far)."""
+        out: list[object] = []
+        if self.accountant is None:
+            return fn(), []
+        self.accountant.audit(lambda: out.append(fn()), cuda=timer.cuda_device(device) is not None)
+        return (out[0] if out else None), self.accountant.forbidden_hits()
+
+    def _quiet(self) -> Any:
+        from contextlib import nullcontext
+
+        return self.accountant.paused() if self.accountant is not None else nullcontext()
