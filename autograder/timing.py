@@ -35,9 +35,9 @@ def measure(
     """Time `fn()`; on CUDA with events around each call, flushing L2 before each repetition."""
     if warmup < 0 or reps < 1:
         raise ValueError(f"measure: warmup={warmup} must be >= 0 and reps={reps} >= 1")
-    if not in_the_worker():
+    acct = accounting.current()  # set where the submission runs: the worker (or an in-process judge)
+    if acct is None and not in_the_worker():
         return _measure_in_judge(fn, warmup, reps, flush_l2, device)
-    acct = accounting.current()
     if acct is None or not acct.recording:  # no rules, or the test's oracle is being timed
         return timer.timed(fn, warmup, reps, flush_l2, device)
     with acct.paused():

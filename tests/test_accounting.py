@@ -15,8 +15,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder import accounting
-from autograder.accounting import Accountant, matches
+from autograder.worker import accounting
+from autograder.protocol.rules import matches
+from autograder.worker.accounting import Accountant
 from autograder.spec import AccountingRules, parse_spec
 from autograder.testing import oracle
 from autograder.timing import measure
@@ -101,7 +102,7 @@ def test_the_submission_cannot_pause_the_accounting_itself():
     module = types.ModuleType("studentpkg.sneaky")
     exec(textwrap.dedent("""
         import torch.nn.functional as F
-        from autograder import accounting
+        from autograder.worker import accounting
 
         def attention(q, k, v):
             with accounting.current().paused():
@@ -169,7 +170,7 @@ def test_spec_reads_and_validates_the_accounting_table():
 
 KERNEL_CHILD = r"""
 import json, sys, torch, triton, triton.language as tl
-from autograder.accounting import Accountant
+from autograder.worker.accounting import Accountant
 from autograder.spec import AccountingRules
 sys.path.insert(0, sys.argv[1])
 from kpkg.kern import copy
@@ -252,7 +253,7 @@ def test_the_perf_audit_names_library_kernels_and_replayed_graph_kernels(tmp_pat
 
 
 def test_profiler_log_lines_are_dropped_from_a_students_output():
-    from autograder.plugin import _PROFILER_LOG
+    from autograder.judge.plugin import _PROFILER_LOG
 
     noisy = ("E   assert 1 == 2\nUSDT:2026-12-01 10:37:00 14401:14401 SyncActivityProfilerHandler.cpp:52] "
              "profiler_start\nINFO:2026-12-01 10:37:04 14409:14409 init.cpp:148] Registering daemon\nE   more\n")

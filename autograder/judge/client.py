@@ -48,12 +48,16 @@ class WorkerClient:
         self.calls = 0                      # top-level calls in this test (the ledger must show them)
         self.depth = 0
         self.broken = ""                    # why the current test's worker was lost, if it was
+        self._rng: Any = None               # the global RNG state the worker last reported
+        self.greeted = False
         self._output: list[str] = []
         self._output_lock = threading.Lock()
 
     # ---- process ------------------------------------------------------------------------------
     def start(self) -> None:
         self.generation += 1
+        self._rng = None
+        self.greeted = False
         judge_end, worker_end = socket.socketpair()
         to_judge, from_judge = new_arena_fd("autograder-to-judge"), new_arena_fd("autograder-to-worker")
         fds = (worker_end.fileno(), to_judge, from_judge)
@@ -100,15 +104,22 @@ class WorkerClient:
         if reason:
             self.broken = reason
 
+    def ready(self) -> None:
+        """Wait until the worker answers (it imports torch and the conftest first): called before the
+        first test so that start-up never counts against a test's timeout."""
+        self._ensure()
+
     def _ensure(self) -> None:
         if not self.alive():
             if self.proc is not None:
                 self.kill()
             self.start()
+        if not self.greeted:
             assert self.sock is not None
             self.sock.settimeout(START_TIMEOUT_S)
             try:
                 self._exchange((Op.HELLO.value, []))
+                self.greeted = True
             except TimeoutError as exc:
                 self.kill()
                 raise WorkerDied(f"the worker process did not start within {START_TIMEOUT_S:.0f} s") from exc
@@ -143,7 +154,17 @@ class WorkerClient:
         self._ensure()
         if op in CALL_OPS and self.depth == 0:
             self.calls += 1
-        return self._exchange((op.value, self._take_releases(), *args))
+        return self._exchange((op.value, self._take_releases(), self._rng_to_send(), *args))
+
+    def _rng_to_send(self) -> Any:
+        """The judge's global CPU RNG state when a test reseeded it since the worker last had it
+        (`torch.manual_seed(8); generate(...)` then draws what it would in one process)."""
+        import torch
+
+        state = torch.random.get_rng_state()
+        if self._rng is not None and torch.equal(state, self._rng):
+            return None
+        return state
 
     def _take_releases(self) -> list:
         releases, self.releases = self.releases, []
@@ -151,8 +172,8 @@ class WorkerClient:
 
     def _exchange(self, message: tuple) -> Any:
         if message[0] in (Op.HELLO.value, Op.BEGIN_TEST.value, Op.END_TEST.value):
-            message = (message[0], self._take_releases(), *message[2:]) if message[0] != Op.HELLO.value else \
-                (message[0], [])
+            message = (message[0], self._take_releases(), None, *message[2:]) if message[0] != Op.HELLO.value \
+                else (message[0], [], None)
         self.depth += 1
         try:
             tree, sent = self._encode(message)  # a value that cannot cross fails here, nothing sent
@@ -188,7 +209,7 @@ class WorkerClient:
         assert self.codec is not None
         self.codec.begin_send()
         tree = self.codec.encode(message)
-        return tree, list(self.codec.sent)
+        return tree, [list(self.codec.sent), list(self.codec.sent_generators)]
 
     def _send_tree(self, tree: Any) -> None:
         assert self.codec is not None and self.sock is not None
@@ -207,8 +228,9 @@ class WorkerClient:
             if type(message) is not tuple or not message:
                 raise ProtocolError("malformed reply")
             kind = message[0]
-            if kind == Op.REPLY.value and len(message) == 3:
+            if kind == Op.REPLY.value and len(message) == 4:
                 self._write_back(sent, message[2])
+                self._take_rng(message[3])
                 return kind, message[1]
             if kind == Op.RAISED.value and len(message) == 2:
                 return kind, remote_exception(message[1])
@@ -217,13 +239,20 @@ class WorkerClient:
                 continue
             raise ProtocolError(f"unexpected message {kind!r} from the worker")
 
+    def _take_rng(self, state: Any) -> None:
+        import torch
+
+        if isinstance(state, torch.Tensor) and state.dtype == torch.uint8:
+            torch.random.set_rng_state(state)
+            self._rng = state
+
     def _serve_callback(self, cid: Any, args: Any, kwargs: Any) -> None:
         fn = self.callbacks.get(expect(cid, int, "callback id"))
         try:
             if fn is None:
                 raise ProtocolError(f"no judge function {cid}")
             result = fn(*expect(args, tuple, "arguments"), **expect(kwargs, dict, "keywords"))
-            reply: tuple = (Op.REPLY.value, result, [])
+            reply: tuple = (Op.REPLY.value, result, [], None)
         except BaseException as exc:  # noqa: BLE001  re-raised in the judge after the outer request
             if self.callback_error is None:
                 self.callback_error = exc
@@ -232,11 +261,20 @@ class WorkerClient:
 
     @staticmethod
     def _write_back(sent: list, changed: Any) -> None:
-        """Arguments the submission changed in place: their final values, into the judge's tensors."""
+        """Arguments the submission changed in place: their final values, into the judge's tensors
+        (and the final state of each generator it was handed, as if it had drawn from ours)."""
         import torch
 
-        for index, value in expect(changed, list, "changed arguments"):
-            target = sent[expect(index, int, "argument index")] if 0 <= index < len(sent) else None
+        tensors, generators = sent
+        for entry in expect(changed, list, "changed arguments"):
+            if type(entry) is list and len(entry) == 3 and entry[0] == "g":
+                index, state = expect(entry[1], int, "generator index"), entry[2]
+                if not 0 <= index < len(generators) or not isinstance(state, torch.Tensor):
+                    raise ProtocolError("a generator state that does not match an argument")
+                generators[index].set_state(state)
+                continue
+            index, value = entry
+            target = tensors[expect(index, int, "argument index")] if 0 <= index < len(tensors) else None
             if not isinstance(target, torch.Tensor) or not isinstance(value, torch.Tensor) or \
                     value.shape != target.shape or value.dtype != target.dtype:
                 raise ProtocolError("an in-place change to an argument that does not match it")

@@ -35,14 +35,18 @@ class DataCodec(Codec):
         self.outgoing, self.incoming = outgoing, incoming
         self.sent: list[Any] = []      # tensors encoded into the message being built, in order
         self.received: list[Any] = []  # tensors decoded from the last message, in order
+        self.sent_generators: list[Any] = []      # torch.Generators, crossing by state
+        self.received_generators: list[Any] = []
 
     def begin_send(self) -> None:
         self.outgoing.reset()
         self.sent = []
+        self.sent_generators = []
 
     def begin_receive(self, arena_size: int) -> None:
         self.incoming.ensure(arena_size)
         self.received = []
+        self.received_generators = []
 
     # ---- encode -------------------------------------------------------------------------------
     def encode_other(self, value: Any) -> tuple:
@@ -52,6 +56,11 @@ class DataCodec(Codec):
             self.sent.append(value)
             dtype = str(value.dtype).removeprefix("torch.")
             return ("tensor", offset, nbytes, dtype, list(value.shape), str(value.device), bool(value.requires_grad))
+        if isinstance(value, torch.Generator):  # by state; its final state comes back after the call
+            self.sent_generators.append(value)
+            return ("generator", str(value.device), self.encode(value.get_state()))
+        if isinstance(value, dict):  # OrderedDict (a state_dict), defaultdict: a plain dict there
+            return ("dict", [[self.encode(k), self.encode(v)] for k, v in value.items()])
         if isinstance(value, torch.dtype):
             return ("dtype", str(value).removeprefix("torch."))
         if isinstance(value, torch.device):
@@ -94,6 +103,13 @@ class DataCodec(Codec):
             return tensor
         if kind == "dtype" and len(payload) == 1:
             return dtype_named(payload[0])
+        if kind == "generator" and len(payload) == 2:
+            generator = torch.Generator(device=expect(payload[0], str, "device"))
+            generator.set_state(self.decode(payload[1]))
+            self.received_generators.append(generator)
+            return generator
+        if kind == "dict" and len(payload) == 1:
+            return {self.decode(k): self.decode(v) for k, v in expect(payload[0], list, "items")}
         if kind == "device" and len(payload) == 1:
             return torch.device(expect(payload[0], str, "device"))
         if kind == "size" and len(payload) == 1:

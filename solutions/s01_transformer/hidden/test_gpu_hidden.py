@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from autograder.testing import in_worker
 
 from transformer import Llama, LlamaConfig, generate, load_model
 
@@ -32,24 +33,26 @@ def test_model_on_cuda_matches_hf_on_cpu(make_hf_llama, hf_logits, hf_greedy):
     assert out.cpu().tolist() == hf_greedy(hf, ids[:1], 8).tolist()
 
 
+@in_worker
+def decode_runs():
+    """In the worker: a bf16 model on the GPU and the two generate calls to time, without arguments."""
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = Llama(PERF_CONFIG)
+    model = model.to(torch.bfloat16).eval()
+    ids = torch.randint(0, PERF_CONFIG.vocab_size, (PERF_BATCH, PROMPT_LEN), device="cuda")
+    cached = lambda: generate(model, ids, max_new_tokens=NEW_TOKENS, use_cache=True)  # noqa: E731
+    uncached = lambda: generate(model, ids, max_new_tokens=NEW_TOKENS, use_cache=False)  # noqa: E731
+    return ids, cached, uncached
+
+
 @pytest.mark.gpu
 @pytest.mark.perf
 @pytest.mark.points(2)
 def test_cached_decode_speedup(perf):
     from autograder.timing import measure
 
-    torch.manual_seed(0)
-    with torch.device("cuda"):
-        model = Llama(PERF_CONFIG)
-    model = model.to(torch.bfloat16).eval()
-    ids = torch.randint(0, PERF_CONFIG.vocab_size, (PERF_BATCH, PROMPT_LEN), device="cuda")
-
-    def cached() -> torch.Tensor:
-        return generate(model, ids, max_new_tokens=NEW_TOKENS, use_cache=True)
-
-    def uncached() -> torch.Tensor:
-        return generate(model, ids, max_new_tokens=NEW_TOKENS, use_cache=False)
-
+    ids, cached, uncached = decode_runs()
     for run in (cached, uncached):  # both must do the full work before being timed
         out = run()
         assert out.shape == (PERF_BATCH, PROMPT_LEN + NEW_TOKENS)
