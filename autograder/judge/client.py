@@ -70,8 +70,7 @@ class WorkerClient:
         worker_end.close()
         self.sock = judge_end
         self.codec = JudgeCodec(self, Arena(from_judge), Arena(to_judge))
-        os.close(to_judge)  # the mappings keep the files alive
-        os.close(from_judge)
+        self._arena_fds = (to_judge, from_judge)  # the judge grows its arena through its fd: kept open
         threading.Thread(target=self._drain, args=(self.proc.stdout,), daemon=True).start()
         self.releases = []
 
@@ -99,6 +98,12 @@ class WorkerClient:
             self.proc.wait()
         if self.sock is not None:
             self.sock.close()
+        for fd in getattr(self, "_arena_fds", ()):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._arena_fds = ()
         self.proc = self.sock = None
         self.test_begun = False
         if reason:
