@@ -67,7 +67,7 @@ class Arena:
         nbytes = flat.numel() * flat.element_size()
         start = -(-self.offset // ALIGN) * ALIGN
         if start + nbytes > self.size:
-            grown = max(self.size * 2, start + nbytes + INITIAL_BYTES)
+            grown = -(-(start + nbytes) // INITIAL_BYTES) * INITIAL_BYTES  # what this message needs (RLIMIT_FSIZE)
             os.ftruncate(self.fd, grown)
             self._remap(grown)
         if nbytes:

@@ -28,6 +28,7 @@ class TestSession:
         self._forbidden, self._rules, self._required = forbidden, rules, required
         self._patches: list[forbid.Patch] = []
         self.accountant: accounting.Accountant | None = None
+        self._pause: Any = None  # the accounting's pause held from a measurement's warm-up to its audit
 
     def begin(self) -> None:
         seed = int.from_bytes(hashlib.sha256(self.nodeid.encode()).digest()[:4], "little")
@@ -49,6 +50,7 @@ class TestSession:
                 pass
 
     def end(self) -> dict[str, Any] | None:
+        self.resume()
         forbid.restore(self._patches)
         self._patches = []
         if self.accountant is None:
@@ -58,17 +60,26 @@ class TestSession:
 
     # ---- the phases of a bracketed measurement ----------------------------------------------
     def warmup(self, fn: Callable[[], object], count: int, device: Any) -> None:
-        with self._quiet():
-            for _ in range(count):
-                fn()
-            timer.synchronize(device)
+        """Pauses the accounting until the audit (stopping the profiler costs milliseconds: never
+        inside the phase the judge brackets)."""
+        if self._pause is None and self.accountant is not None:
+            self._pause = self.accountant.paused()
+            self._pause.__enter__()
+        for _ in range(count):
+            fn()
+        timer.synchronize(device)
 
     def timed(self, fn: Callable[[], object], reps: int, flush_l2: bool, device: Any) -> list[float]:
-        with self._quiet():
-            return timer.samples(fn, reps, flush_l2, device)
+        return timer.samples(fn, reps, flush_l2, device)
+
+    def resume(self) -> None:
+        if self._pause is not None:
+            pause, self._pause = self._pause, None
+            pause.__exit__(None, None, None)
 
     def audit(self, fn: Callable[[], object], device: Any) -> tuple[object, list[str]]:
         """One more call with everything recorded: (its output, forbidden hits so far)."""
+        self.resume()
         out: list[object] = []
         if self.accountant is None:
             return fn(), []
