@@ -57,7 +57,7 @@ def measure_remote(fn: Any, *, warmup: int, reps: int, flush_l2: bool, device: A
 
     client = plugin.client()
     dev = None if device is None else str(device)
-    client.request(Op.MEASURE, fn, "warmup", {"warmup": warmup, "device": dev})
+    client.request(Op.MEASURE, fn, "warmup", {"warmup": warmup, "flush_l2": flush_l2, "device": dev})
     start = time.perf_counter()
     client.request(Op.MEASURE, fn, "warmup", {"warmup": 0, "device": dev})
     round_trip = time.perf_counter() - start
@@ -68,7 +68,9 @@ def measure_remote(fn: Any, *, warmup: int, reps: int, flush_l2: bool, device: A
     if type(samples) is not list or len(samples) != reps or \
             not all(type(s) is float and math.isfinite(s) and s >= 0 for s in samples):
         raise TimingRejected(f"the submission's process sent {reps} malformed timing samples")
-    check_claim(sum(samples), bracket, overhead)
+    fraction = check_claim(sum(samples), bracket, overhead)
+    print(f"[timing] the worker's {reps} samples cover {fraction:.2f} of the judge's bracket "
+          f"({bracket * 1e3:.2f} ms, {overhead * 1e3:.2f} ms of it overhead)")
     output, hits = client.request(Op.MEASURE, fn, "audit", {"device": dev})
     if hits:
         raise RuntimeError("perf audit: " + "; ".join(str(h) for h in hits))

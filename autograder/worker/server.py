@@ -177,7 +177,7 @@ class Worker:
         session = self.session or TestSession("", [], AccountingRules(), (), self.package)
         device = options.get("device")
         if phase == "warmup":
-            return session.warmup(target, int(options["warmup"]), device)
+            return session.warmup(target, int(options["warmup"]), bool(options.get("flush_l2", True)), device)
         if phase == "timed":
             return session.timed(target, int(options["reps"]), bool(options["flush_l2"]), device)
         if phase == "audit":
