@@ -57,7 +57,8 @@ def measure_remote(fn: Any, *, warmup: int, reps: int, flush_l2: bool, device: A
 
     client = plugin.client()
     dev = None if device is None else str(device)
-    client.request(Op.MEASURE, fn, "warmup", {"warmup": warmup, "flush_l2": flush_l2, "device": dev})
+    client.request(Op.MEASURE, fn, "warmup", {"warmup": warmup, "flush_l2": flush_l2, "device": dev,
+                                             "prime": True})
     start = time.perf_counter()
     client.request(Op.MEASURE, fn, "warmup", {"warmup": 0, "device": dev})
     round_trip = time.perf_counter() - start

@@ -177,7 +177,8 @@ class Worker:
         session = self.session or TestSession("", [], AccountingRules(), (), self.package)
         device = options.get("device")
         if phase == "warmup":
-            return session.warmup(target, int(options["warmup"]), bool(options.get("flush_l2", True)), device)
+            return session.warmup(target, int(options["warmup"]), bool(options.get("flush_l2", True)), device,
+                                  bool(options.get("prime", False)))
         if phase == "timed":
             return session.timed(target, int(options["reps"]), bool(options["flush_l2"]), device)
         if phase == "audit":

@@ -59,7 +59,7 @@ class TestSession:
         return self.accountant.export().to_json()
 
     # ---- the phases of a bracketed measurement ----------------------------------------------
-    def warmup(self, fn: Callable[[], object], count: int, flush_l2: bool, device: Any) -> None:
+    def warmup(self, fn: Callable[[], object], count: int, flush_l2: bool, device: Any, prime: bool) -> None:
         """Pauses the accounting until the audit (stopping the profiler costs milliseconds: never
         inside the phase the judge brackets)."""
         if self._pause is None and self.accountant is not None:
@@ -67,7 +67,7 @@ class TestSession:
             self._pause.__enter__()
         for _ in range(count):
             fn()
-        if count:  # the timing loop's own first-use costs (events, the L2 scratch) outside the bracket
+        if prime:  # the timing loop's own first-use costs (events, the L2 scratch) outside the bracket
             timer.samples(lambda: None, 2, flush_l2, device)
         timer.synchronize(device)
 
