@@ -17,7 +17,7 @@ from autograder.errors import GraderError
 from autograder.hardware import hardware_tag
 from autograder.probe import IMPORT_TIMEOUT_S, ImportProbe, hang_reason, probe_argv, read_probe, setup_error
 from autograder.repo import Course
-from autograder.results import FAILED, AssignmentResult, ExpectedTest, TestResult
+from autograder.results import ERROR, FAILED, AssignmentResult, ExpectedTest, TestResult
 from autograder.sandbox import Backend, RunRequest, select_backend
 from autograder.sandbox.base import sandbox_uid
 from autograder.score import score_all
@@ -128,9 +128,9 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     for test_file in test_files:
         expected = [t for t in job.expected if t.file == test_file]
         per_file[test_file] = reconcile(expected, reported, run)
-        if job.import_error:  # the likely cause of every silent test, said first
+        if job.import_error:  # the likely cause of every failed or silent test, said first
             for t in per_file[test_file]:
-                if t.test.nodeid not in reported.tests:
+                if t.status in (FAILED, ERROR) or t.test.nodeid not in reported.tests:
                     t.reason = f"the package does not import: {job.import_error}\n{t.reason}"
         if batch and any(t.nodeid not in reported.tests for t in expected):
             per_file[test_file] = []  # incomplete: the caller reruns this file on its own

@@ -80,7 +80,9 @@ def test_infinite_loop_times_out_and_other_tests_still_count(demo_course, tmp_pa
     assert by_name["test_mean_of_empty_list_raises_value_error"].status == "passed"
 
 
-def test_ignoring_the_timeout_signal_hits_the_wall_limit(demo_course, tmp_path):
+def test_ignoring_the_timeout_signal_costs_only_the_tests_that_hang(demo_course, tmp_path):
+    """The timeout's signal goes to the judge, not to the worker the submission runs in: the judge
+    stops the hung request, kills the worker, and the next test gets a fresh one."""
     sub = _submission(tmp_path, demo_course, """
         import signal
         def add(a, b):
@@ -90,7 +92,9 @@ def test_ignoring_the_timeout_signal_hits_the_wall_limit(demo_course, tmp_path):
     """)
     result, by_name = _grade(demo_course, sub, "none")
     _assert_add_tests_earn_nothing(by_name)
-    assert "wall limit" in by_name["test_mean_matches_fsum"].reason
+    assert "Timeout" in by_name["test_add_small_integers"].output
+    assert by_name["test_mean_matches_fsum"].status == "passed"
+    assert by_name["test_mean_of_empty_list_raises_value_error"].status == "passed"
 
 
 @pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap)])
@@ -121,12 +125,14 @@ def test_fork_bomb_is_contained_and_cleaned_up(demo_course, tmp_path):
 
 
 @pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap)])
-def test_segfault_fails_the_rest_of_the_file_with_the_signal_named(demo_course, tmp_path, sandbox):
+def test_segfault_fails_only_the_crashing_calls_with_the_signal_named(demo_course, tmp_path, sandbox):
+    """The crash ends the worker, not the judge: the next test gets a fresh worker."""
     sub = _submission(tmp_path, demo_course, "import ctypes\ndef add(a, b):\n    return ctypes.string_at(0)\n")
     result, by_name = _grade(demo_course, sub, sandbox)
     _assert_add_tests_earn_nothing(by_name)
-    assert "SIGSEGV" in by_name["test_mean_matches_fsum"].reason  # ran after the crash point
-    assert by_name["test_mean_of_empty_list_raises_value_error"].status == "passed"  # other file unharmed
+    assert "SIGSEGV (segmentation fault)" in by_name["test_add_small_integers"].output
+    assert by_name["test_mean_matches_fsum"].status == "passed"  # ran after the crash point
+    assert by_name["test_mean_of_empty_list_raises_value_error"].status == "passed"
 
 
 @needs_bwrap
@@ -198,6 +204,7 @@ def test_monkeypatching_pytest_reports_earns_nothing(demo_course, tmp_path):
 
 
 def test_skipping_test_bodies_earns_nothing(demo_course, tmp_path):
+    """pytest in the worker is not the pytest that runs the tests: rebinding it changes nothing."""
     sub = _submission(tmp_path, demo_course, """
         import pytest
         pytest.Function.runtest = lambda self: None  # never run a test body
@@ -207,7 +214,8 @@ def test_skipping_test_bodies_earns_nothing(demo_course, tmp_path):
     """)
     result, by_name = _grade(demo_course, sub, "none")
     _assert_add_tests_earn_nothing(by_name)
-    assert "tampering" in by_name["test_add_small_integers"].reason
+    assert "assert 0 == 5" in by_name["test_add_small_integers"].output
+    assert by_name["test_mean_matches_fsum"].status == "passed"
 
 
 def test_writing_a_fake_results_file_earns_nothing(demo_course, tmp_path):

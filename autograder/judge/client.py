@@ -10,6 +10,7 @@ arenas inherited; its output goes to a pipe the judge drains into the test's rep
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -208,7 +209,14 @@ class WorkerClient:
             code = self.proc.wait(timeout=2)
         except subprocess.TimeoutExpired:
             return "broke the protocol"
-        return f"exited with status {code}" if code >= 0 else f"was killed by signal {-code}"
+        if code >= 0:
+            return f"exited with status {code}"
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = {"SIGSEGV": " (segmentation fault)", "SIGKILL": " (killed: out of memory?)"}.get(name, "")
+        return f"was killed by {name}{hint}"
 
     def _encode(self, message: tuple) -> tuple[Any, list]:
         assert self.codec is not None

@@ -46,7 +46,14 @@ class Worker:
     # ---- the loop -----------------------------------------------------------------------------
     def serve(self) -> None:
         while True:
-            self._handle(self._receive())
+            try:
+                message = self._receive()
+            except (ConnectionError, ProtocolError):
+                raise
+            except BaseException as exc:  # noqa: BLE001  resolving a name imported the package, which failed
+                self._send((Op.RAISED.value, describe(exc)))
+                continue
+            self._handle(message)
 
     def _receive(self) -> tuple:
         tree, arena_size = recv_frame(self.sock)
