@@ -1,0 +1,150 @@
+"""The judge/worker split piece by piece: the wire refuses objects, tensors arrive as private copies,
+proxies compare by identity, the judge's clock catches a timer that under-reports, the judge
+cannot be ptraced, and the worker side of the grader imports nothing of the judge's."""
+
+from __future__ import annotations
+
+import ast
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from autograder.judge import bracket, importer, plugin
+from autograder.judge.client import WorkerClient
+from autograder.protocol.arena import Arena, new_arena_fd
+from autograder.protocol.data import DataCodec
+from autograder.protocol.wire import ProtocolError, loads
+
+GRADER = Path(__file__).resolve().parent.parent / "autograder"
+
+
+def test_frames_never_unpickle_a_global():
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned",))
+
+    with pytest.raises(ProtocolError, match="refused to unpickle the global"):
+        loads(pickle.dumps(Evil()))
+    assert loads(pickle.dumps({"a": [1, 2.5, ("T", [b"x", None])]})) == {"a": [1, 2.5, ("T", [b"x", None])]}
+
+
+def test_a_decoded_tensor_is_a_private_copy_of_the_arena():
+    """The sender may write its arena at any time after sending: the receiver's tensor must not move."""
+    fd = new_arena_fd("test")
+    sender, receiver = DataCodec(Arena(fd), Arena(fd)), DataCodec(Arena(fd), Arena(fd))
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    sender.begin_send()
+    tree = sender.encode({"x": x, "shape": x.shape, "dtype": x.dtype})
+    receiver.begin_receive(sender.outgoing.offset)
+    got = receiver.decode(tree)
+    sender.begin_send()
+    sender.encode(torch.full((3, 4), -1.0))  # overwrites the same arena bytes
+    assert torch.equal(got["x"], x) and got["shape"] == (3, 4) and got["dtype"] is torch.float32
+    os.close(fd)
+
+
+@pytest.mark.parametrize(("claimed", "rejected"), [(0.5, True), (0.7, True), (0.8, False), (1.0, False)])
+def test_a_claim_below_three_quarters_of_the_bracket_is_rejected(claimed, rejected):
+    bracket_s, overhead_s = 0.120, 0.020  # 100 ms of timed calls on the judge's clock
+    if rejected:
+        with pytest.raises(bracket.TimingRejected, match="tampered"):
+            bracket.check_claim(claimed * 0.100, bracket_s, overhead_s)
+    else:
+        assert bracket.check_claim(claimed * 0.100, bracket_s, overhead_s) == pytest.approx(claimed)
+
+
+PACKAGE = '''
+import time
+def work():
+    time.sleep(0.004)
+    return 7
+'''
+HALVING_TIMER = '''
+import autograder.worker.timer as timer
+_samples = timer.samples
+timer.samples = lambda fn, reps, flush_l2, device: [s / 2 for s in _samples(fn, reps, flush_l2, device)]
+'''
+
+
+@pytest.fixture
+def worker_of(tmp_path, monkeypatch):
+    """A judge-side client for a package written into tmp_path (as the grading plugin would hold)."""
+    clients = []
+
+    def start(init: str) -> WorkerClient:
+        (tmp_path / "slowpkg").mkdir()
+        (tmp_path / "slowpkg" / "__init__.py").write_text(textwrap.dedent(PACKAGE + init))
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), str(GRADER.parent)]))
+        client = WorkerClient("slowpkg")
+        finder = importer.install("slowpkg", client)
+        clients.append((client, finder))
+        monkeypatch.setattr(plugin, "_client", client)
+        client.start()
+        return client
+
+    yield start
+    for client, finder in clients:
+        client.kill()
+        sys.meta_path.remove(finder)
+        for name in [n for n in sys.modules if n.startswith("slowpkg")]:
+            del sys.modules[name]
+
+
+def test_the_course_timer_times_the_worker_under_the_judges_clock(worker_of):
+    from autograder.timing import measure
+
+    worker_of("")
+    import slowpkg
+
+    timing = measure(slowpkg.work, warmup=1, reps=10)
+    assert 0.004 <= timing.median_s < 0.05 and timing.output == 7
+
+
+def test_a_timer_rebound_to_halve_its_readings_is_rejected(worker_of):
+    from autograder.timing import measure
+
+    worker_of(HALVING_TIMER)
+    import slowpkg
+
+    with pytest.raises(bracket.TimingRejected, match="tampered"):
+        measure(slowpkg.work, warmup=1, reps=10)
+
+
+def test_an_always_equal_object_answers_no_assertion(worker_of):
+    worker_of("class Yes:\n    def __eq__(self, other):\n        return True\n")
+    import slowpkg
+
+    yes = slowpkg.Yes()
+    assert (yes == 1) is False and (yes == yes) is True and yes != 2
+
+
+def test_the_judge_cannot_be_ptraced_by_its_worker():
+    code = ("import ctypes, autograder.judge.plugin as p; p._no_dumps(); "
+            "print(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))")  # PR_GET_DUMPABLE
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=str(GRADER.parent)))
+    assert out.stdout.strip() == "0"
+
+
+def _autograder_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("autograder"):
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name.startswith("autograder"))
+    return names
+
+
+def test_the_worker_side_imports_only_the_protocol_and_itself():
+    for path in sorted((GRADER / "worker").glob("*.py")) + sorted((GRADER / "protocol").glob("*.py")):
+        for module in _autograder_imports(path):
+            assert module.startswith(("autograder.worker", "autograder.protocol")), f"{path.name} imports {module}"
