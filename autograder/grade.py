@@ -20,6 +20,7 @@ from autograder.repo import Course
 from autograder.results import ERROR, FAILED, AssignmentResult, ExpectedTest, TestResult
 from autograder.sandbox import Backend, RunRequest, select_backend
 from autograder.sandbox.base import sandbox_uid
+from autograder.scan import scan_package
 from autograder.score import score_all
 from autograder.spec import AssignmentSpec
 from autograder.stage import (
@@ -200,6 +201,9 @@ def grade_assignment(
                                   "solution" if solution else str(submission) if submission else "student",
                                   hidden_available=(master_dir / "hidden").is_dir() and only_files is None)
         result.notes.extend(package.notes)
+        if not solution and (flagged := scan_package(package.files, base)):
+            result.notes.append("flagged for an instructor's review (reaches into the grader, not graded on):\n  "
+                                + "\n  ".join(flagged[:20]))
         job = _Job(backend, spec, course, root, master_dir, package.files, expected, tag, threads)
         probe = _probe(job, import_timeout_s)
         if probe.hung:

@@ -48,6 +48,8 @@ def test_rebinding_the_verdict_and_the_recorder_earns_the_stub_nothing(demo_cour
     """)
     result, _ = _grade(demo_course, sub)
     assert result.score == 0, [(t.test.nodeid, t.status) for t in result.tests]
+    flagged = next(n for n in result.notes if n.startswith("flagged for an instructor's review"))
+    assert "demo/__init__.py:7: imports the grader (autograder.judge.plugin)" in flagged
 
 
 ALWAYS_EQUAL = '''
