@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.course_files import counts
 from autograder.errors import GraderError
 from autograder.results import ERROR, FAILED, NOT_GRADED, PASSED, ExpectedTest, TestResult
 from autograder.sandbox import RunResult
@@ -140,7 +141,7 @@ def _tree_digest(root: Path) -> str:
     for part in ("judge/plugin.py", "judge/proxies.py", "judge/codec.py"):
         h.update((Path(__file__).parent / part).read_bytes())
     for path in sorted(root.rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
+        if path.is_file() and counts(path.relative_to(root)):
             h.update(str(path.relative_to(root)).encode())
             h.update(path.read_bytes())
     return h.hexdigest()[:24]

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.course_files import ignore
 from autograder.errors import GraderError
 from autograder.grade import grade_assignment
 from autograder.hardware import hardware_tag
@@ -56,7 +57,7 @@ def load_mutants(solution_dir: Path) -> list[Mutant]:
 
 def apply_mutant(solution_dir: Path, mutant: Mutant, target: Path) -> Path:
     """Copy the reference to `target` with the mutant's replacement applied."""
-    shutil.copytree(solution_dir, target, ignore=shutil.ignore_patterns("__pycache__", "hidden"))
+    shutil.copytree(solution_dir, target, ignore=ignore("hidden"))
     path = target / mutant.file
     path.write_text(path.read_text().replace(mutant.find, mutant.replace, 1))
     return target

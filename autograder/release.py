@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from autograder.course_files import INSTRUCTOR_ONLY, ignore
 from autograder.errors import GraderError
 from autograder.repo import Course
 from autograder.schedule import load_schedule
@@ -15,7 +16,7 @@ from autograder.stubs import leaked_solutions, stale_paths
 
 SHIPPED = ("README.md", "Makefile", "pyproject.toml", ".gitignore", "autograder", "course", "datasets",
            "coursedata", "gpu_runners")
-IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".cache", "hidden", "mutants.toml")
+IGNORED = ignore(*INSTRUCTOR_ONLY)
 
 
 def build_release(*, course: Course, week: int, out: Path) -> list[str]:

@@ -14,10 +14,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.course_files import CACHE_PARTS, counts
 from autograder.spec import AssignmentSpec
 
 TEST_DIRS = ("tests", "hidden")
-NEVER_STAGED = {"mutants.toml", "__pycache__", ".pytest_cache", ".hypothesis"}
+NEVER_STAGED = CACHE_PARTS | {"mutants.toml"}
 
 
 def new_root() -> Path:
@@ -69,7 +70,7 @@ def _support_files(master_dir: Path, spec: AssignmentSpec) -> dict[Path, bytes]:
     for path in sorted(master_dir.rglob("*")):
         rel = path.relative_to(master_dir)
         top = rel.parts[0]
-        if not path.is_file() or NEVER_STAGED & set(rel.parts) or path.suffix == ".pyc":
+        if not path.is_file() or NEVER_STAGED & set(rel.parts) or not counts(rel):
             continue
         if top in TEST_DIRS or top == spec.package:
             continue
@@ -85,7 +86,7 @@ def _test_dir_files(master_dir: Path, test_files: list[Path] | None) -> dict[Pat
     for folder in folders:
         for path in sorted((master_dir / folder).rglob("*")) if (master_dir / folder).is_dir() else []:
             rel = path.relative_to(master_dir)
-            if not path.is_file() or NEVER_STAGED & set(rel.parts) or path.suffix == ".pyc":
+            if not path.is_file() or NEVER_STAGED & set(rel.parts) or not counts(rel):
                 continue
             is_test = path.name.startswith("test_") and path.suffix == ".py"
             if test_files is None or not is_test or rel in test_files:

@@ -10,21 +10,16 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from autograder.course_files import INSTRUCTOR_ONLY, counts
 from autograder.markers import has_markers, strip_solutions
 from autograder.repo import Course
-
-# Never shipped to students: hidden tests, the broken variants, caches.
-INSTRUCTOR_ONLY = ("hidden", "mutants.toml")
-SKIPPED_PARTS = {"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints"}
 
 
 def _shipped_files(solution_dir: Path) -> list[Path]:
     files = []
     for path in sorted(solution_dir.rglob("*")):
         rel = path.relative_to(solution_dir)
-        if not path.is_file() or rel.parts[0] in INSTRUCTOR_ONLY or SKIPPED_PARTS & set(rel.parts):
-            continue
-        if path.suffix in (".pyc", ".pyo"):
+        if not path.is_file() or rel.parts[0] in INSTRUCTOR_ONLY or not counts(rel):
             continue
         files.append(rel)
     return files

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course_files import ignore
 from autograder.repo import Course
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -17,7 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 def demo_course(tmp_path: Path) -> Course:
     """A private copy of the demo course (one assignment, s00_demo) with its stubs generated."""
     root = tmp_path / "course"
-    shutil.copytree(FIXTURES / "demo_course", root, ignore=shutil.ignore_patterns(".cache", "__pycache__"))
+    shutil.copytree(FIXTURES / "demo_course", root, ignore=ignore())
     return Course(root)
 
 

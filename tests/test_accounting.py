@@ -15,12 +15,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.worker import accounting
 from autograder.protocol.rules import matches
-from autograder.worker.accounting import Accountant
 from autograder.spec import AccountingRules, parse_spec
 from autograder.testing import oracle
 from autograder.timing import measure
+from autograder.worker import accounting
+from autograder.worker.accounting import Accountant
 
 SDPA_RULES = AccountingRules(forbidden_ops=("aten::*scaled_dot_product*",), forbidden_kernels=("*fmha*",))
 

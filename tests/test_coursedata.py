@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import coursedata as cd
+from autograder.course_files import course_files
 
 # Measured eval-slice figures are in datasets/README.md; these bars leave room for the CPU fp32
 # vs GPU bf16 difference and for the short slice (first 1024 tokens) the test reads.
@@ -259,7 +260,6 @@ def test_unknown_names_raise_value_error():
 
 
 def test_datasets_folder_fits_its_size_budget():
-    files = [p for p in cd.DATASETS.rglob("*") if p.is_file()
-             and ".cache" not in p.parts and "__pycache__" not in p.parts]
-    assert sum(p.stat().st_size for p in files) <= 32 * 1024 * 1024
+    files = course_files(cd.DATASETS)
+    assert sum((cd.DATASETS / p).stat().st_size for p in files) <= 32 * 1024 * 1024
     assert not (cd.DATASETS / "__init__.py").exists()  # must not shadow HF's `datasets`

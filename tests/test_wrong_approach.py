@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course_files import ignore
 from autograder.grade import grade_assignment
 from autograder.hardware import has_cuda
 from autograder.repo import Course, find_root
@@ -36,7 +37,7 @@ def _submission(tmp_path: Path, aid: str, case: str, base: str) -> Path:
     of `<assignment prefix>_common/`, and files made from the reference by its replace.toml."""
     sub = tmp_path / aid
     source = COURSE.student_dir(aid) if base == "stub" else COURSE.solution_dir(aid)
-    shutil.copytree(source, sub, ignore=shutil.ignore_patterns("hidden", "__pycache__"))
+    shutil.copytree(source, sub, ignore=ignore("hidden"))
     for folder in (CORPUS / f"{aid.split('_')[0]}_common", CORPUS / case):
         for path in folder.rglob("*.py"):
             (sub / path.relative_to(folder)).write_bytes(path.read_bytes())

@@ -58,7 +58,7 @@ GPU_SKIP_REASON = "not graded here: needs a CUDA GPU"
 # Lines the profiler library (Kineto) writes to stderr each time the accounting starts or stops it
 # ("USDT:2026-12-01 10:37:00 14401:14401 SyncActivityProfilerHandler.cpp:52] profiler_start"): noise
 # in a student's captured output.
-_PROFILER_LOG = re.compile(r"^(?:USDT|INFO|WARNING):\d{4}-\d\d-\d\d [\d:]+ \d+:\d+ \w+\.cpp:\d+\].*\n?", re.M)
+_PROFILER_LOG = re.compile(r"^(?:USDT|INFO|WARNING):\d{4}-\d\d-\d\d [\d:]+ \d+:\d+ \w+\.cpp:\d+\].*\n?", re.MULTILINE)
 MAX_OUTPUT_CHARS = 3000
 
 

@@ -18,7 +18,7 @@ from autograder.sandbox.bwrap import BwrapBackend
 from autograder.sandbox.docker import DockerBackend
 from autograder.sandbox.none import NoneBackend
 
-__all__ = ["Backend", "RunRequest", "RunResult", "select_backend", "BACKENDS"]
+__all__ = ["BACKENDS", "Backend", "RunRequest", "RunResult", "select_backend"]
 
 
 class Backend(Protocol):

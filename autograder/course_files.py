@@ -1,0 +1,32 @@
+"""Which files of a course tree count: one rule for staging, stubs, releases, mutants, manifests and
+the course's own tests. Caches of Python, pytest, Hypothesis and notebooks never count."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from pathlib import Path
+
+CACHE_PARTS = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints", ".cache"})
+CACHE_SUFFIXES = frozenset({".pyc", ".pyo"})
+INSTRUCTOR_ONLY = ("hidden", "mutants.toml")  # never shipped to students, never staged as given files
+
+
+def counts(rel: Path) -> bool:
+    """Whether the file at `rel` (relative to a course tree) is a course file, not a cache."""
+    return not (CACHE_PARTS & set(rel.parts)) and rel.suffix not in CACHE_SUFFIXES
+
+
+def course_files(root: Path) -> list[Path]:
+    """Relative paths of the course files under `root`, sorted."""
+    return [p.relative_to(root) for p in sorted(root.rglob("*")) if p.is_file() and counts(p.relative_to(root))]
+
+
+def ignore(*extra: str) -> Callable[[str, list[str]], set[str]]:
+    """A `shutil.copytree` ignore function: caches, plus names matching `extra` patterns."""
+
+    def ignored(_folder: str, names: list[str]) -> set[str]:
+        return {n for n in names if n in CACHE_PARTS or Path(n).suffix in CACHE_SUFFIXES
+                or any(fnmatch.fnmatch(n, pattern) for pattern in extra)}
+
+    return ignored
