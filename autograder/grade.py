@@ -116,7 +116,11 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
             "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
             "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}"]
     argv += ["--ag-key-fd", str(read_fd)]  # every backend delivers this fd (docker re-opens it in the container)
+    # The master tests and support files stay read-only: the worker starts while the judge is still
+    # collecting, and must not rewrite a test before the judge imports it.
+    read_only = tuple(p for p in workdir.iterdir() if p.name not in (spec.package, "home", "tmp", RESULTS_FILE))
     request = job.request(argv, workdir, uid, spec.limits.file_timeout_s * len(test_files), pass_fds=(read_fd,),
+                          read_only=read_only,
                           progress_file=results_file if batch else None,
                           stall_s=spec.limits.test_timeout_s + STALL_MARGIN_S if batch else None)
     try:

@@ -9,7 +9,10 @@ import shutil
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from autograder.grade import grade_assignment
+from autograder.sandbox.bwrap import BwrapBackend
 
 MEAN = '''
 def mean(xs):
@@ -141,3 +144,24 @@ def test_the_judge_never_imports_the_package(demo_course, tmp_path):
     result, by_name = _grade(demo_course, sub)
     graded = [t for t in result.tests if t.status != "not_graded"]
     assert graded and all(t.status == "passed" for t in graded), [(t.test.nodeid, t.reason) for t in graded]
+
+
+@pytest.mark.skipif(not BwrapBackend().available()[0], reason="bwrap unavailable (CI installs bubblewrap)")
+def test_the_master_tests_are_read_only_to_the_submission(demo_course, tmp_path):
+    """The worker starts while the judge is still collecting (a conftest that imports the package
+    runs at once): were the master tests writable, a package could replace one before the judge
+    imports it. Here `add` is right only where the write is refused."""
+    sub = _submission(tmp_path, demo_course, textwrap.dedent("""
+        def add(a, b):
+            for path in ("tests/test_ops.py", "hidden/test_ops_hidden.py", "tests"):
+                try:
+                    open(path, "a").close() if path.endswith(".py") else open(path + "/new.py", "w").close()
+                    return -1
+                except OSError:
+                    pass
+            return a + b
+    """) + MEAN)
+    result = grade_assignment(course=demo_course, assignment_id="s00_demo", submission=sub, sandbox="bwrap",
+                              hardware="cpu")
+    by_name = {t.test.nodeid.split("::")[1].split("[")[0]: t for t in result.tests}
+    assert by_name["test_add_small_integers"].status == "passed", by_name["test_add_small_integers"].output

@@ -36,6 +36,7 @@ class RunRequest:
     pass_fds: tuple[int, ...] = ()
     hide: tuple[Path, ...] = ()     # trees the process must not see (the course repo)
     expose: tuple[Path, ...] = ()   # read-only paths inside hidden trees it needs (grader, venv)
+    read_only: tuple[Path, ...] = ()  # paths in the work dir the run must not change (the master tests)
     uid: int | None = None          # run as this uid (chosen by sandbox_uid(); None: our own)
     progress_file: Path | None = None  # a file the run appends to as it progresses ...
     stall_s: float | None = None       # ... killed when it has not grown for this long

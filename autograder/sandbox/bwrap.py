@@ -76,6 +76,9 @@ class BwrapBackend:
             if Path("/tmp") in parent.parents:
                 argv += ["--perms", "0755", "--dir", str(parent)]
         argv += ["--bind", str(request.workdir), str(request.workdir)]
+        for path in request.read_only:  # mounted read-only over the writable work dir: not even renamable
+            if path.exists():
+                argv += ["--ro-bind", str(path), str(path)]
         if as_root:
             argv += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
         else:

@@ -101,6 +101,9 @@ def container_config(request: RunRequest, image: str, image_env: list[str], fds:
         "volumes": {workdir: {"bind": workdir, "mode": "rw"}}, "working_dir": workdir,
         "environment": container_env(request, image_env), "stdin_open": False,
     }
+    for path in request.read_only:  # the master tests, read-only over the writable work dir
+        if path.exists():
+            config["volumes"][str(path)] = {"bind": str(path), "mode": "ro"}
     if request.gpu:
         from docker.types import DeviceRequest
 
