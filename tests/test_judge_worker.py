@@ -148,3 +148,28 @@ def test_the_worker_side_imports_only_the_protocol_and_itself():
     for path in sorted((GRADER / "worker").glob("*.py")) + sorted((GRADER / "protocol").glob("*.py")):
         for module in _autograder_imports(path):
             assert module.startswith(("autograder.worker", "autograder.protocol")), f"{path.name} imports {module}"
+
+
+ALIASES = '''
+import torch
+def draws(gens):
+    return [float(torch.rand(1, generator=g)) for g in gens]
+def add_one_to_each(ts):
+    for t in ts:
+        t.add_(1)
+'''
+
+
+def test_an_object_passed_twice_crosses_once(worker_of):
+    """Aliases survive within one call (views of one storage do not: see the authoring guide)."""
+    worker_of(ALIASES)
+    import slowpkg
+
+    g = torch.Generator().manual_seed(0)
+    a, b = slowpkg.draws([g, g])
+    expected = torch.Generator().manual_seed(0)
+    assert [a, b] == [float(torch.rand(1, generator=expected)), float(torch.rand(1, generator=expected))]
+    assert torch.equal(g.get_state(), expected.get_state())  # the judge's generator advanced as if drawn here
+    t = torch.zeros(1)
+    slowpkg.add_one_to_each([t, t])
+    assert t.item() == 2.0

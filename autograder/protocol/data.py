@@ -36,12 +36,14 @@ class DataCodec(Codec):
         self.sent: list[Any] = []      # tensors encoded into the message being built, in order
         self.received: list[Any] = []  # tensors decoded from the last message, in order
         self.sent_generators: list[Any] = []      # torch.Generators, crossing by state
+        self._memo: dict[int, tuple] = {}
         self.received_generators: list[Any] = []
 
     def begin_send(self) -> None:
         self.outgoing.reset()
         self.sent = []
         self.sent_generators = []
+        self._memo: dict[int, tuple] = {}  # id -> its reference: an object sent twice arrives as one
 
     def begin_receive(self, arena_size: int) -> None:
         self.incoming.ensure(arena_size)
@@ -51,12 +53,16 @@ class DataCodec(Codec):
     # ---- encode -------------------------------------------------------------------------------
     def encode_other(self, value: Any) -> tuple:
         torch = _torch()
+        if id(value) in self._memo:
+            return self._memo[id(value)]
         if isinstance(value, torch.Tensor) and type(value) in (torch.Tensor, torch.nn.Parameter):
             offset, nbytes = self.outgoing.put(value)
+            self._memo[id(value)] = ("tensor_again", len(self.sent))
             self.sent.append(value)
             dtype = str(value.dtype).removeprefix("torch.")
             return ("tensor", offset, nbytes, dtype, list(value.shape), str(value.device), bool(value.requires_grad))
         if isinstance(value, torch.Generator):  # by state; its final state comes back after the call
+            self._memo[id(value)] = ("generator_again", len(self.sent_generators))
             self.sent_generators.append(value)
             return ("generator", str(value.device), self.encode(value.get_state()))
         if isinstance(value, dict):  # OrderedDict (a state_dict), defaultdict: a plain dict there
@@ -103,6 +109,12 @@ class DataCodec(Codec):
             return tensor
         if kind == "dtype" and len(payload) == 1:
             return dtype_named(payload[0])
+        if kind in ("tensor_again", "generator_again") and len(payload) == 1:
+            seen = self.received if kind == "tensor_again" else self.received_generators
+            index = expect(payload[0], int, "index")
+            if not 0 <= index < len(seen):
+                raise ProtocolError("a reference to an object not sent before in this message")
+            return seen[index]
         if kind == "generator" and len(payload) == 2:
             generator = torch.Generator(device=expect(payload[0], str, "device"))
             generator.set_state(self.decode(payload[1]))
