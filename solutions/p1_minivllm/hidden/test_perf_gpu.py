@@ -1,13 +1,19 @@
 """GPU perf tier on a ~250M-parameter random LLaMA in bf16 (hidden 1024, 16 layers, GQA 16/8,
 vocab 32000): throughput against HF generate over static padded batches of the same requests timed
-in the same run, and the bandwidth a pure decode step reaches against the device's copy bandwidth."""
+in the same run, and the bandwidth a pure decode step reaches against the device's copy bandwidth.
+
+The engine runs in the worker process, the HF baseline here. The engine's throughput is timed on
+this side's clock around one `generate` call, a single request whose reply comes once every token
+reached the host (its GPU work is done; the request's own round trip is under a millisecond of a
+run of about a second). The decode step is timed by `measure` in the worker, bracketed by this
+side's clock; what the step reads is counted in the worker (`decode_bytes`)."""
 
 import gc
 import time
 
 import pytest
 import torch
-from autograder.testing import oracle
+from autograder.testing import in_worker, oracle
 
 from autograder.timing import copy_bandwidth, measure
 from minivllm import LLM, SamplingParams
@@ -45,7 +51,40 @@ def hf_static(model, prompts, out_lens, batch_size):
                            do_sample=False, pad_token_id=0)
 
 
+@in_worker
+def release_engine_memory() -> None:
+    """In the worker: collect the engines the judge dropped and give their blocks back to the device."""
+    gc.collect()
+    torch.cuda.empty_cache()
+
+
+@in_worker
+def prefill_all(llm) -> None:
+    """In the worker: step until every request is prefilled; from then on a step is a pure decode."""
+    sched = llm.scheduler
+    while sched.waiting or any(s.num_computed_tokens < s.num_tokens - 1 for s in sched.running):
+        llm.step()
+
+
+@in_worker
+def running_state(llm) -> tuple[int, int, int]:
+    """In the worker: (running sequences, their tokens in all, preemptions so far)."""
+    sched = llm.scheduler
+    return len(sched.running), sum(s.num_tokens for s in sched.running), sched.num_preemptions
+
+
+@in_worker
+def decode_bytes(llm) -> tuple[int, int, int]:
+    """In the worker: (weight bytes, bytes of the embedding table, KV bytes per token) of an engine."""
+    runner = llm.model_runner
+    embed = runner.model.model.embed_tokens.weight
+    return runner.weight_bytes, embed.numel() * embed.element_size(), runner.kv_bytes_per_token
+
+
 def timed(fn):
+    """Wall seconds of fn() on this side's clock, and its result. For the HF baseline (here) the
+    synchronizes fence its kernels; for the engine fn is one request to the worker whose reply
+    carries host values, so its GPU work is finished when it returns."""
     torch.cuda.synchronize()
     start = time.perf_counter()
     result = fn()
@@ -62,7 +101,7 @@ def test_throughput_vs_hf_static_batches(big_llama, perf):
     prompts, out_lens = workload()
     hf_static(hf, prompts[:2], [4, 4], 2)  # warm-up
     hf_s, _ = timed(lambda: hf_static(hf, prompts, out_lens, HF_BATCH))
-    torch.cuda.empty_cache()
+    torch.cuda.empty_cache()  # HF's cached blocks, here in the judge: the engine sizes its pool from what is free
 
     llm = LLM(path, device="cuda", dtype="bfloat16")
     llm.generate(prompts[:4], SamplingParams(temperature=0, max_tokens=8, ignore_eos=True))  # warm-up
@@ -78,8 +117,8 @@ def test_throughput_vs_hf_static_batches(big_llama, perf):
           f"HF static batch {HF_BATCH}: {useful / hf_s:.0f} tok/s ({hf_s:.2f} s)")
     perf.record("throughput_vs_hf_static", hf_s / ours_s)
     del llm, outputs
-    gc.collect()
-    torch.cuda.empty_cache()  # give the pool back before the next test sizes its own
+    gc.collect()  # the proxies: the worker drops the engine with the next request
+    release_engine_memory()  # give the pool back before the next test sizes its own
 
 
 @pytest.mark.gpu
@@ -92,20 +131,18 @@ def test_decode_step_bandwidth_fraction(big_llama, perf, make_prompts):
     llm = LLM(path, device="cuda", dtype="bfloat16", max_num_seqs=batch)
     for p in make_prompts(seed=40, count=batch, low=context, high=context, vocab=BIG["vocab_size"]):
         llm.add_request(p, SamplingParams(temperature=0, max_tokens=256, ignore_eos=True))
-    sched = llm.scheduler
-    while sched.waiting or any(s.num_computed_tokens < s.num_tokens - 1 for s in sched.running):
-        llm.step()  # prefill everything; from here on every step is a pure decode of `batch` rows
-    assert len(sched.running) == batch
+    prefill_all(llm)  # from here on every step is a pure decode of `batch` rows
+    running, contexts_before, _ = running_state(llm)
+    assert running == batch
 
-    contexts_before = sum(s.num_tokens for s in sched.running)
+    # llm.step is a method of the worker's engine: measure times it there, bracketed by this clock
     t = measure(llm.step, warmup=3, reps=30, flush_l2=False)  # the step reads ~0.5 GB: L2 is moot
-    contexts_after = sum(s.num_tokens for s in sched.running)
-    assert sched.num_preemptions == 0 and len(sched.running) == batch
+    running, contexts_after, preemptions = running_state(llm)
+    assert preemptions == 0 and running == batch
 
-    runner = llm.model_runner
-    embed = runner.model.model.embed_tokens.weight
-    weights = runner.weight_bytes - embed.numel() * embed.element_size()  # a decode reads `batch` rows only
-    kv = (contexts_before + contexts_after) / 2 * runner.kv_bytes_per_token
+    weight_bytes, embed_bytes, kv_bytes_per_token = decode_bytes(llm)
+    weights = weight_bytes - embed_bytes  # a decode reads `batch` rows only
+    kv = (contexts_before + contexts_after) / 2 * kv_bytes_per_token
     step_bw = (weights + kv) / t.median_s
 
     copy_bw = copy_bandwidth(2 ** 30, device="cuda")
