@@ -9,6 +9,7 @@ request that arrives meanwhile, so calls can nest both ways.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import importlib.util
 import os
@@ -22,6 +23,7 @@ from autograder.protocol.arena import Arena
 from autograder.protocol.messages import ENV_ROLE, ROLE_WORKER, Op
 from autograder.protocol.rules import AccountingRules
 from autograder.protocol.wire import ProtocolError, expect, recv_frame, send_frame
+from autograder.worker import accounting, forbid
 from autograder.worker.refs import ObjectTable, WorkerCodec, exception_bases, qualified
 from autograder.worker.session import TestSession
 
@@ -168,12 +170,7 @@ class Worker:
         """Run a test-side function the judge ships (marked with `in_worker`) here."""
         module = sys.modules.get(module_name)
         if module is None or os.path.abspath(getattr(module, "__file__", "") or "") != os.path.abspath(path):
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            if spec is None or spec.loader is None:
-                raise ImportError(f"cannot load the test module {path}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            spec.loader.exec_module(module)
+            module = _load_test_module(module_name, path)
         fn: Any = module
         for part in qualname.split("."):
             fn = getattr(fn, part)
@@ -203,6 +200,20 @@ class Worker:
                 info = message[1]
                 raise JudgeRaised(f"{info.get('type', '?')}: {info.get('message', '')}")
             self._handle(message)
+
+
+def _load_test_module(module_name: str, path: str) -> Any:
+    """Import a test module as its own trusted code: forbidden APIs lifted and nothing accounted
+    (its module level binds names such as SDPBackend and may run torch ops of its own)."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the test module {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    acct = accounting.current()
+    with forbid.lifted(), (acct.paused() if acct is not None else contextlib.nullcontext()):
+        spec.loader.exec_module(module)
+    return module
 
 
 def describe(exc: BaseException) -> dict[str, Any]:

@@ -4,7 +4,7 @@ peaked scores, strided inputs, a custom scale. Every case checks O, LSE, dQ, dK 
 import pytest
 import torch
 import torch.nn.functional as F
-from autograder.testing import oracle
+from autograder.testing import in_worker, oracle
 
 from flashattn import flash_attention, flash_attn_forward
 
@@ -41,13 +41,13 @@ def test_grouped_query_heads_match_sdpa(device, qkv_factory):
 
 
 @pytest.mark.points(2)
-def test_causal_fully_masked_tiles_contribute_nothing(device, qkv_factory, attention_check):
+def test_causal_fully_masked_tiles_contribute_nothing(device, qkv_factory, attention_check,
+                                                      attention_grads):
     # 100 tokens span many tiles: most key tiles lie wholly above the diagonal of early query
     # tiles. The last key is seen by the last query only, the first query sees one key.
     q, k, v, do = qkv_factory(1, 1, 1, 100, 16, torch.float32, device, seed=40)
     attention_check(q, k, v, do, causal=True, rtol=1e-2, atol=1e-2)
-    out = flash_attention(q, k, v, causal=True)
-    dq, dk, dv = torch.autograd.grad(out, (q, k, v), do)
+    _, dq, dk, dv = attention_grads(q, k, v, do, causal=True)
     assert torch.isfinite(dq).all() and torch.isfinite(dk).all() and torch.isfinite(dv).all()
     # dV of the last key = P[N-1, N-1] * dO[N-1]; its P comes from the last row only.
     o, lse = flash_attn_forward(q.detach(), k.detach(), v.detach(), causal=True)
@@ -87,17 +87,26 @@ def test_custom_softmax_scale(device, qkv_factory, attention_check):
     attention_check(q, k, v, do, causal=True, rtol=1e-2, atol=1e-2, sm_scale=0.37)
 
 
+@in_worker
+def strided_qkv_grad(qkv):
+    """In the worker: q, k, v as transposed views of the leaf qkv (B, N, 3, H, d), and qkv.grad
+    after .sum().backward(), which hands the backward an expanded (stride 0) gradient. The views
+    are taken here: a tensor crosses between the processes as a contiguous copy."""
+    leaf = qkv.requires_grad_()
+    q, k, v = (leaf[:, :, i].transpose(1, 2) for i in range(3))  # (B, H, N, d), strided
+    flash_attention(q, k, v, causal=True).sum().backward()
+    return leaf.grad
+
+
 @pytest.mark.points(1)
 def test_strided_inputs_and_expanded_gradient(device, attention_oracle):
     # q, k, v as transposed views of a (B, N, H, d) projection; .sum() hands backward an
     # expanded (stride 0) gradient.
     g = torch.Generator(device=device).manual_seed(80)
     qkv = torch.randn(1, 20, 3, 2, 32, generator=g, device=device)  # (B, N, 3, H, d)
-    leaves = qkv.requires_grad_()
-    q, k, v = (leaves[:, :, i].transpose(1, 2) for i in range(3))  # (B, H, N, d), strided
-    flash_attention(q, k, v, causal=True).sum().backward()
-    ref_leaf = qkv.detach().double().requires_grad_()
+    grad = strided_qkv_grad(qkv)
+    ref_leaf = qkv.double().requires_grad_()
     rq, rk, rv = (ref_leaf[:, :, i].transpose(1, 2) for i in range(3))
     with oracle():
         attention_oracle(rq, rk, rv, causal=True)[0].sum().backward()
-    torch.testing.assert_close(leaves.grad.double(), ref_leaf.grad, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(grad.double(), ref_leaf.grad, rtol=1e-2, atol=1e-2)

@@ -10,7 +10,7 @@ from autograder.testing import oracle
 from autograder.timing import measure
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from flashattn import flash_attention
+from conftest import flash_attention_run
 
 pytestmark = [pytest.mark.gpu, pytest.mark.perf]
 
@@ -28,22 +28,25 @@ def _rel_err(a, b):
     return ((a.float() - b.float()).norm() / b.float().norm()).item()
 
 
-def _time(fn, q, k, v, do, backward):
-    """Median seconds of fn() (and its backward), and the outputs of the last timed call.
-    Timing the student's fn, `measure` also audits one call (its ops and device kernels)."""
-    last = {}
-
-    def run():
-        o = fn()
-        last["out"] = (o, *torch.autograd.grad(o, (q, k, v), do)) if backward else (o,)
-
-    return measure(run, warmup=3, reps=15).median_s, last["out"]
+def _time_submission(q, k, v, do, causal, backward):
+    """Median seconds of the student's call, and the outputs of its audited call. `measure` of a
+    worker callable times it in the worker under the judge's clock, then audits one more call (its
+    ops and device kernels) and returns that call's output, re-checked by the caller."""
+    timing = measure(flash_attention_run(q, k, v, do, causal, backward), warmup=3, reps=15)
+    return timing.median_s, timing.output
 
 
 def _time_baseline(backend, q, k, v, do, causal, backward):
-    """The same for SDPA, forward and backward inside `oracle()` (the baseline is not audited)."""
+    """The same for SDPA in this process, forward and backward inside `oracle()` (the baseline is
+    not audited)."""
+    last = {}
+
+    def run():
+        o = _sdpa(backend, q, k, v, causal)
+        last["out"] = (o, *torch.autograd.grad(o, (q, k, v), do)) if backward else (o,)
+
     with oracle():
-        return _time(lambda: _sdpa(backend, q, k, v, causal), q, k, v, do, backward)
+        return measure(run, warmup=3, reps=15).median_s, last["out"]
 
 
 def _one_shape(n, d, causal, backward):
@@ -53,7 +56,7 @@ def _one_shape(n, d, causal, backward):
                    for _ in range(4))
     q, k, v = (t.requires_grad_(backward) for t in (q, k, v))
     flops = 4 * b * h * n * n * d / (2 if causal else 1) * (3.5 if backward else 1)
-    t_ours, ours = _time(lambda: flash_attention(q, k, v, causal=causal), q, k, v, do, backward)
+    t_ours, ours = _time_submission(q, k, v, do, causal, backward)
     tflops = {"ours": flops / t_ours / 1e12}
     for name, backend in BACKENDS.items():
         try:
@@ -63,6 +66,7 @@ def _one_shape(n, d, causal, backward):
             continue
         tflops[name] = flops / t / 1e12
         if name == "flash":  # outputs of timed runs re-checked against the baseline's
+            assert len(ours) == len(ref), f"the timed call returned {len(ours)} of {len(ref)} outputs"
             for what, a, r in zip(("O", "dQ", "dK", "dV"), ours, ref):
                 err = _rel_err(a, r)
                 assert err < 2e-2, f"{what} differs from SDPA flash at N={n} d={d}: {err:.3g}"
