@@ -29,7 +29,7 @@ def bursty(seed: int, max_model_len: int):
 def checks_for(policy, chunked, static):
     sealed = [False]  # static batching: the current batch has decoded at least once
 
-    def hook(sched, batch, before):
+    def hook(batch, before):
         scheduled = {e.seq_id for e in batch.entries}
         decoding = [s for s, prefill in before.items() if not prefill]
         if policy == "decode_first":
