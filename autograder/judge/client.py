@@ -165,8 +165,9 @@ class WorkerClient:
     def _rng_to_send(self) -> Any:
         """The judge's global CPU RNG state when a test reseeded it since the worker last had it
         (`torch.manual_seed(8); generate(...)` then draws what it would in one process)."""
-        import torch
-
+        torch = sys.modules.get("torch")
+        if torch is None:  # this judge never imported torch: it has no RNG stream to share
+            return None
         state = torch.random.get_rng_state()
         if self._rng is not None and torch.equal(state, self._rng):
             return None

@@ -35,22 +35,28 @@ class Arena:
         self.fd = fd
         self.size = 0
         self._map: mmap.mmap | None = None
-        self._view: Any = None
+        self._bytes: Any = None  # a uint8 tensor over the map, made when a tensor first crosses
         self.offset = 0
         self._remap(os.fstat(fd).st_size)
 
     def _remap(self, size: int) -> None:
-        import torch
-
         if self._map is not None:
-            self._view = None
+            self._bytes = None
             try:
                 self._map.close()
             except BufferError:  # a decoded view still alive somewhere: leave the old map to the GC
                 pass
         self._map = mmap.mmap(self.fd, size)
-        self._view = torch.frombuffer(self._map, dtype=torch.uint8)
         self.size = size
+
+    @property
+    def _view(self) -> Any:
+        """The map as a torch uint8 tensor (torch is imported only once a tensor crosses)."""
+        if self._bytes is None:
+            import torch
+
+            self._bytes = torch.frombuffer(self._map, dtype=torch.uint8)
+        return self._bytes
 
     # ---- writing ------------------------------------------------------------------------------
     def reset(self) -> None:

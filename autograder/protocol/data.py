@@ -10,6 +10,7 @@ torch's dtypes), its device as a string, its `requires_grad` flag. The receiver 
 from __future__ import annotations
 
 import pathlib
+import sys
 from typing import Any
 
 from autograder.protocol.arena import Arena
@@ -22,12 +23,20 @@ def _torch() -> Any:
     return torch
 
 
+def _torch_if_loaded() -> Any:
+    """torch when this process has imported it (a value cannot be a tensor otherwise), else None."""
+    return sys.modules.get("torch")
+
+
 def dtype_named(name: Any) -> Any:
     torch = _torch()
     value = getattr(torch, expect(name, str, "dtype name"), None)
     if not isinstance(value, torch.dtype):
         raise ProtocolError(f"{name!r} is not a torch dtype")
     return value
+
+
+TORCH_KINDS = {"tensor", "dtype", "device", "size", "generator"}
 
 
 class DataCodec(Codec):
@@ -52,9 +61,11 @@ class DataCodec(Codec):
 
     # ---- encode -------------------------------------------------------------------------------
     def encode_other(self, value: Any) -> tuple:
-        torch = _torch()
         if id(value) in self._memo:
             return self._memo[id(value)]
+        torch = _torch_if_loaded()
+        if torch is None:
+            return self._encode_plain(value)
         if isinstance(value, torch.Tensor) and type(value) in (torch.Tensor, torch.nn.Parameter):
             offset, nbytes = self.outgoing.put(value)
             self._memo[id(value)] = ("tensor_again", len(self.sent))
@@ -65,16 +76,19 @@ class DataCodec(Codec):
             self._memo[id(value)] = ("generator_again", len(self.sent_generators))
             self.sent_generators.append(value)
             return ("generator", str(value.device), self.encode(value.get_state()))
-        if isinstance(value, dict):  # OrderedDict (a state_dict), defaultdict: a plain dict there
-            return ("dict", [[self.encode(k), self.encode(v)] for k, v in value.items()])
         if isinstance(value, torch.dtype):
             return ("dtype", str(value).removeprefix("torch."))
         if isinstance(value, torch.device):
             return ("device", str(value))
         if type(value) is torch.Size:
             return ("size", [int(s) for s in value])
+        return self._encode_plain(value)
+
+    def _encode_plain(self, value: Any) -> tuple:
         if type(value) is complex:
             return ("complex", value.real, value.imag)
+        if isinstance(value, dict):  # OrderedDict, defaultdict: a plain dict there
+            return ("dict", [[self.encode(k), self.encode(v)] for k, v in value.items()])
         if type(value) is slice:
             return ("slice", self.encode(value.start), self.encode(value.stop), self.encode(value.step))
         if value is Ellipsis:
@@ -84,6 +98,7 @@ class DataCodec(Codec):
         numpy = _numpy_of(value)
         if numpy is not None:
             if isinstance(value, numpy.ndarray) and type(value) is numpy.ndarray and value.dtype != object:
+                torch = _torch()
                 tensor = torch.from_numpy(value.copy()) if value.dtype != numpy.bool_ else torch.from_numpy(value.astype("uint8"))
                 offset, nbytes = self.outgoing.put(tensor)
                 return ("ndarray", offset, nbytes, str(value.dtype), list(value.shape))
@@ -96,7 +111,7 @@ class DataCodec(Codec):
 
     # ---- decode -------------------------------------------------------------------------------
     def decode_other(self, kind: str, payload: tuple) -> Any:
-        torch = _torch()
+        torch = _torch() if kind in TORCH_KINDS else None
         if kind == "tensor" and len(payload) == 6:
             offset, nbytes, dtype, shape, device, grad = payload
             tensor = self.incoming.take(offset, nbytes, dtype_named(dtype), shape)

@@ -250,9 +250,7 @@ def main(argv: list[str] | None = None) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
-    import torch  # noqa: F401  imported before the first request (the judge waits for HELLO)
-
-    _load_conftest()
+    _load_conftest()  # imports torch and the package when the tests do (the judge waits for HELLO)
 
     sock = socket.socket(fileno=opts.sock_fd)
     worker = Worker(sock, Arena(opts.to_judge_fd), Arena(opts.from_judge_fd), opts.generation, opts.package)

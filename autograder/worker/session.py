@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -33,9 +34,8 @@ class TestSession:
     def begin(self) -> None:
         seed = int.from_bytes(hashlib.sha256(self.nodeid.encode()).digest()[:4], "little")
         random.seed(seed)
-        import torch
-
-        torch.manual_seed(seed)
+        if (torch := sys.modules.get("torch")) is not None:
+            torch.manual_seed(seed)
         self._patches = forbid.apply(self._forbidden, self.package)
         if self._rules.active or self._required:
             self.accountant = accounting.Accountant(self._rules, self.package, self._required)
