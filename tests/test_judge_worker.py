@@ -173,3 +173,28 @@ def test_an_object_passed_twice_crosses_once(worker_of):
     t = torch.zeros(1)
     slowpkg.add_one_to_each([t, t])
     assert t.item() == 2.0
+
+
+def test_the_ledger_marks_exactly_the_calls_the_judge_sent(worker_of):
+    """One marker per top-level request that may run the submission: a method timed by `measure`
+    (resolved while its request is encoded), a value that cannot cross (nothing sent) and a name that
+    fails in the worker must not make the counts differ, or an honest test fails as tampered with."""
+    import socket
+
+    from autograder.protocol.rules import Ledger
+    from autograder.timing import measure
+    from autograder.worker.session import CALL_MARKER
+
+    client = worker_of("class Thing:\n    def work(self):\n        return 1\n")
+    client.begin_test("t::marks", [], {"forbidden_ops": ["aten::mm"]}, [])
+    import slowpkg
+
+    thing = slowpkg.Thing()
+    thing.work()
+    measure(thing.work, warmup=1, reps=3)
+    with pytest.raises(TypeError), socket.socket() as unsendable:
+        slowpkg.Thing(unsendable)
+    with pytest.raises(AttributeError):
+        slowpkg.no_such_name  # noqa: B018
+    _, data = client.end_test()
+    assert Ledger.from_json(data).ops[CALL_MARKER] == client.calls >= 4

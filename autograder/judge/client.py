@@ -22,11 +22,10 @@ from typing import Any
 from autograder.judge.codec import JudgeCodec
 from autograder.judge.proxies import RemoteError, mirror_exception
 from autograder.protocol.arena import Arena, new_arena_fd
-from autograder.protocol.messages import ENV_ROLE, ROLE_WORKER, Op
+from autograder.protocol.messages import CALL_REQUESTS, ENV_ROLE, ROLE_WORKER, Op
 from autograder.protocol.wire import PeerGone, ProtocolError, expect, recv_frame, send_frame
 
 START_TIMEOUT_S = 180.0   # a fresh interpreter importing torch on a loaded 2-core machine
-CALL_OPS = {Op.GETATTR, Op.SETATTR, Op.DELATTR, Op.CALL, Op.CALL_METHOD, Op.SPECIAL, Op.SHIPPED}
 MAX_OUTPUT_CHARS = 20_000
 
 
@@ -47,7 +46,7 @@ class WorkerClient:
         self.test: tuple | None = None      # BEGIN_TEST arguments of the test now running
         self.test_begun = False
         self.calls = 0                      # top-level calls in this test (the ledger must show them)
-        self.depth = 0
+        self.depth = 0                      # requests sent and not yet answered
         self.broken = ""                    # why the current test's worker was lost, if it was
         self._rng: Any = None               # the global RNG state the worker last reported
         self.greeted = False
@@ -158,8 +157,6 @@ class WorkerClient:
     # ---- requests -----------------------------------------------------------------------------
     def request(self, op: Op, *args: Any) -> Any:
         self._ensure()
-        if op in CALL_OPS and self.depth == 0:
-            self.calls += 1
         return self._exchange((op.value, self._take_releases(), self._rng_to_send(), *args))
 
     def _rng_to_send(self) -> Any:
@@ -181,9 +178,11 @@ class WorkerClient:
         if message[0] in (Op.HELLO.value, Op.BEGIN_TEST.value, Op.END_TEST.value):
             message = (message[0], self._take_releases(), None, *message[2:]) if message[0] != Op.HELLO.value \
                 else (message[0], [], None)
-        self.depth += 1
+        tree, sent = self._encode(message)  # a value that cannot cross fails here, nothing sent
+        if message[0] in CALL_REQUESTS and self.depth == 0:  # the worker marks exactly these in its ledger
+            self.calls += 1
+        self.depth += 1  # requests sent and not yet answered (calls back nest inside)
         try:
-            tree, sent = self._encode(message)  # a value that cannot cross fails here, nothing sent
             try:
                 self._send_tree(tree)
                 outcome, value = self._await_reply(sent)

@@ -44,6 +44,11 @@ class Op(str, Enum):
     CALLBACK = "callback"       # worker -> judge: call a judge function handed to the worker
 
 
+# Requests that may run the submission's code: the worker's ledger carries one marker for each one
+# the judge sends while no other request is open (the judge counts them too).
+CALL_REQUESTS = frozenset(op.value for op in (Op.GETATTR, Op.SETATTR, Op.DELATTR, Op.CALL, Op.CALL_METHOD,
+                                              Op.SPECIAL, Op.SHIPPED))
+
 # Options of the pytest plugin (the trusted side passes them on the judge's command line).
 OPT_RESULTS = "--ag-results"
 OPT_KEY_FD = "--ag-key-fd"

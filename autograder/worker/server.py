@@ -20,14 +20,13 @@ import traceback
 from typing import Any
 
 from autograder.protocol.arena import Arena
-from autograder.protocol.messages import ENV_ROLE, ROLE_WORKER, Op
+from autograder.protocol.messages import CALL_REQUESTS, ENV_ROLE, ROLE_WORKER, Op
 from autograder.protocol.rules import AccountingRules
 from autograder.protocol.wire import ProtocolError, expect, recv_frame, send_frame
 from autograder.worker import accounting, forbid
 from autograder.worker.refs import ObjectTable, WorkerCodec, exception_bases, qualified
 from autograder.worker.session import TestSession
 
-CALL_OPS = {Op.GETATTR, Op.SETATTR, Op.DELATTR, Op.CALL, Op.CALL_METHOD, Op.SPECIAL, Op.SHIPPED}
 SPECIALS = {"len", "getitem", "setitem", "delitem", "contains", "iter", "bool", "repr", "str", "next"}
 MAX_ITER_ITEMS = 1_000_000
 PR_SET_PDEATHSIG = 1
@@ -59,6 +58,8 @@ class Worker:
 
     def _receive(self) -> tuple:
         tree, arena_size = recv_frame(self.sock)
+        if self.depth == 0 and self.session is not None and _op_of(tree) in CALL_REQUESTS:
+            self.session.mark_call()  # before decoding: a request whose names fail to resolve still counts
         self.codec.begin_receive(arena_size)
         message = self.codec.decode(tree)
         if type(message) is not tuple or not message or type(message[0]) is not str:
@@ -97,8 +98,6 @@ class Worker:
             self._send((Op.RAISED.value, describe(exc)))
 
     def _dispatch(self, op: Op, args: list) -> Any:
-        if op in CALL_OPS and self.session is not None and self.depth == 0:
-            self.session.mark_call()
         self.depth += 1
         try:
             return self._run(op, args)
@@ -200,6 +199,13 @@ class Worker:
                 info = message[1]
                 raise JudgeRaised(f"{info.get('type', '?')}: {info.get('message', '')}")
             self._handle(message)
+
+
+def _op_of(tree: Any) -> Any:
+    """The request kind of a raw message tree ("T", [op, ...]), or None."""
+    if type(tree) is tuple and len(tree) == 2 and type(tree[1]) is list and tree[1]:
+        return tree[1][0]
+    return None
 
 
 def _load_test_module(module_name: str, path: str) -> Any:
