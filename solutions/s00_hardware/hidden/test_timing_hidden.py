@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 import torch
+from autograder.testing import in_worker
 
 import hwnumerics.microbench as microbench
 from hwnumerics import H100_SXM, H200, BenchStats, benchmark, copy_bandwidth, gemm_tflops, summarize
@@ -45,16 +46,24 @@ def test_benchmark_rejects_bad_counts():
         benchmark(lambda: None, warmup=1, reps=0, device="cpu")
 
 
-@pytest.mark.points(2)
-def test_warmup_calls_do_not_enter_the_statistics(monkeypatch):
+@in_worker
+def benchmark_under_fake_clock(durations, *, warmup, reps):
+    """In the worker (the package reads the worker's `time`): benchmark(fn) where each call of fn
+    advances a fake time.perf_counter by the next duration; the real clock is back on return."""
     now = [0.0]
-    durations = iter([50.0, 50.0, 50.0] + [0.002, 0.001, 0.003, 0.002])
+    durations = iter(durations)
 
     def fn():
         now[0] += next(durations)
 
-    monkeypatch.setattr(time, "perf_counter", lambda: now[0])
-    s = benchmark(fn, warmup=3, reps=4, device="cpu")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(time, "perf_counter", lambda: now[0])
+        return benchmark(fn, warmup=warmup, reps=reps, device="cpu")
+
+
+@pytest.mark.points(2)
+def test_warmup_calls_do_not_enter_the_statistics():
+    s = benchmark_under_fake_clock([50.0, 50.0, 50.0] + [0.002, 0.001, 0.003, 0.002], warmup=3, reps=4)
     assert s.max_s == pytest.approx(0.003, abs=1e-9)
     assert s.median_s == pytest.approx(0.002, abs=1e-9)
     assert s.stdev_s == pytest.approx(statistics.stdev([0.002, 0.001, 0.003, 0.002]), rel=1e-6)
