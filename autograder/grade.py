@@ -110,7 +110,7 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     os.close(write_fd)
     results_file = workdir / RESULTS_FILE
     argv = [sys.executable, "-m", "pytest", *test_files, "-p", "autograder.judge.plugin",
-            "--ag-results", str(results_file), "--ag-package", spec.package, "--ag-isolation", spec.limits.isolation,
+            "--ag-results", str(results_file), "--ag-package", spec.package,
             "--ag-forbid", ",".join(spec.limits.forbidden), "--ag-accounting", json.dumps(spec.accounting.to_json()),
             "-p", "no:cacheprovider",
             "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
@@ -197,7 +197,7 @@ def grade_assignment(
         collect_dir = stage(root=root, name="collect", master_dir=master_dir, spec=spec,
                             package_files=trusted, test_files=None)
         expected = collect_expected(collect_dir, _base_env(collect_dir, 1), course.root / ".cache" / "autograder",
-                                    spec.package, spec.limits.isolation)
+                                    spec.package)
         files = sorted({t.file for t in expected if only_files is None or t.file in only_files})
         workers = jobs or (min(len(files), os.cpu_count() or 1) if tag == "cpu" else 1)
         threads = max(1, (os.cpu_count() or 1) // max(1, workers))

@@ -11,7 +11,6 @@ from typing import Any
 from autograder.errors import GraderError
 from autograder.protocol.rules import PACKAGE_PATTERN, AccountingRules
 
-ISOLATIONS = {"worker", "in_process"}
 ID_PATTERN = re.compile(r"^(s\d{2}|p\d)_[a-z0-9_]+$")
 
 
@@ -50,13 +49,8 @@ class Limits:
     file_timeout_s: float = 900.0
     memory_mb: int = 6144
     forbidden: tuple[str, ...] = ()
-    # "worker": the package runs only in a worker process, the judge holds proxies (the default);
-    # "in_process": the package loads into the judge (forgeable: only for suites not yet ported)
-    isolation: str = "worker"
 
     def __post_init__(self) -> None:
-        if self.isolation not in ISOLATIONS:
-            raise ValueError(f"limits: isolation={self.isolation!r}; choose one of {sorted(ISOLATIONS)}")
         if self.test_timeout_s <= 0 or self.file_timeout_s <= 0:
             raise ValueError("limits: timeouts must be positive seconds")
         if self.file_timeout_s < self.test_timeout_s:
@@ -146,7 +140,7 @@ def parse_spec(data: dict[str, Any]) -> AssignmentSpec:
     if not isinstance(head, dict):
         raise ValueError("missing [assignment] table")
     limits_table = data.get("limits", {})
-    known = {"test_timeout_s", "file_timeout_s", "memory_mb", "forbidden", "isolation"}
+    known = {"test_timeout_s", "file_timeout_s", "memory_mb", "forbidden"}
     if unknown := set(limits_table) - known:
         raise ValueError(f"[limits]: unknown keys {sorted(unknown)}; known: {sorted(known)}")
     limits = Limits(
@@ -154,7 +148,6 @@ def parse_spec(data: dict[str, Any]) -> AssignmentSpec:
         file_timeout_s=float(limits_table.get("file_timeout_s", Limits.file_timeout_s)),
         memory_mb=int(limits_table.get("memory_mb", Limits.memory_mb)),
         forbidden=tuple(limits_table.get("forbidden", ())),
-        isolation=str(limits_table.get("isolation", Limits.isolation)),
     )
     perf = {name: _parse_perf(name, table) for name, table in data.get("perf", {}).items()}
     accounting = _parse_accounting(data.get("accounting", {}))

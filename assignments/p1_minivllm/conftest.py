@@ -1,5 +1,9 @@
 """Shared fixtures: a seeded tiny LLaMA saved as an HF folder, the HF greedy oracle, prompt makers,
-and an independent auditor of the block manager's state that tests pass as `LLM(..., on_step=...)`."""
+and an independent auditor of the block manager's state that tests pass as `LLM(..., on_step=...)`.
+
+The package runs in the worker: `pool_state` reads the pool's and the queues' public state there in
+one request (a block or a sequence is an object of the worker, each attribute read a request), and
+`audit_blocks` checks that plain data here."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from collections import Counter
 
 import pytest
 import torch
-from autograder.testing import oracle
+from autograder.testing import in_worker, oracle
 
 # The CPU tier runs tiny matmuls: thread start-up and contention cost more than they save (20x on a
 # busy two-core machine), and the grader may run several test files side by side.
@@ -83,37 +87,62 @@ def llama_builder():
     return build_llama
 
 
-def audit_blocks(bm, running, waiting) -> list[str]:
-    """Everything wrong with the pool's bookkeeping, checked from its public state alone."""
-    bs = bm.block_size
+def _seq_state(seq) -> dict:
+    return dict(seq_id=seq.seq_id, block_table=list(seq.block_table), num_tokens=seq.num_tokens,
+                num_computed_tokens=seq.num_computed_tokens, num_completion_tokens=seq.num_completion_tokens,
+                token_ids=list(seq.token_ids))
+
+
+@in_worker
+def pool_state(bm, running, waiting=(), scheduled=()) -> dict:
+    """In the worker: the public state of a block manager and of the sequences given, as plain data
+    (checked in the judge by `audit_blocks`); `step_tokens` sums the tokens of `scheduled`."""
+    return dict(block_size=bm.block_size, num_blocks=bm.num_blocks, free_block_ids=list(bm.free_block_ids),
+                blocks=[dict(block_id=b.block_id, ref_count=b.ref_count, token_ids=list(b.token_ids))
+                        for b in bm.blocks],
+                running=[_seq_state(s) for s in running], waiting=[_seq_state(s) for s in waiting],
+                step_tokens=sum(s.num_tokens for s in scheduled))
+
+
+@in_worker
+def engine_state(llm, scheduled=()) -> dict:
+    """In the worker: `pool_state` of an LLM's block manager and of its scheduler's queues."""
+    sched = llm.scheduler
+    return pool_state(llm.block_manager, list(sched.running), list(sched.waiting), list(scheduled))
+
+
+def audit_blocks(state: dict) -> list[str]:
+    """Everything wrong with the pool's bookkeeping, checked from its public state alone (`pool_state`)."""
+    bs = state["block_size"]
+    blocks = state["blocks"]
     problems: list[str] = []
     holders: Counter = Counter()
-    for seq in running:
-        table = seq.block_table
+    for seq in state["running"]:
+        table = seq["block_table"]
         if len(set(table)) != len(table):
-            problems.append(f"seq {seq.seq_id} lists a block twice: {table}")
+            problems.append(f"seq {seq['seq_id']} lists a block twice: {table}")
         holders.update(table)
-        lo, hi = math.ceil(seq.num_computed_tokens / bs), math.ceil(seq.num_tokens / bs)
+        lo, hi = math.ceil(seq["num_computed_tokens"] / bs), math.ceil(seq["num_tokens"] / bs)
         if not lo <= len(table) <= hi:
-            problems.append(f"seq {seq.seq_id}: {len(table)} blocks for {seq.num_computed_tokens} computed "
-                            f"of {seq.num_tokens} tokens")
+            problems.append(f"seq {seq['seq_id']}: {len(table)} blocks for {seq['num_computed_tokens']} computed "
+                            f"of {seq['num_tokens']} tokens")
         for i, block_id in enumerate(table):
-            block = bm.blocks[block_id]
-            if block.token_ids and list(block.token_ids) != seq.token_ids[i * bs:(i + 1) * bs]:
-                problems.append(f"seq {seq.seq_id} holds cached block {block_id} of other tokens")
-    for seq in waiting:
-        if seq.block_table or seq.num_computed_tokens:
-            problems.append(f"waiting seq {seq.seq_id} still holds blocks or computed tokens")
-    for block in bm.blocks:
-        if block.ref_count != holders[block.block_id]:
-            problems.append(f"block {block.block_id}: ref_count {block.ref_count} but "
-                            f"{holders[block.block_id]} holder(s)")
-        if holders[block.block_id] > 1 and len(block.token_ids) != bs:
-            problems.append(f"block {block.block_id} is shared but not a full cached block")
-    free = list(bm.free_block_ids)
+            block = blocks[block_id]
+            if block["token_ids"] and list(block["token_ids"]) != seq["token_ids"][i * bs:(i + 1) * bs]:
+                problems.append(f"seq {seq['seq_id']} holds cached block {block_id} of other tokens")
+    for seq in state["waiting"]:
+        if seq["block_table"] or seq["num_computed_tokens"]:
+            problems.append(f"waiting seq {seq['seq_id']} still holds blocks or computed tokens")
+    for block in blocks:
+        if block["ref_count"] != holders[block["block_id"]]:
+            problems.append(f"block {block['block_id']}: ref_count {block['ref_count']} but "
+                            f"{holders[block['block_id']]} holder(s)")
+        if holders[block["block_id"]] > 1 and len(block["token_ids"]) != bs:
+            problems.append(f"block {block['block_id']} is shared but not a full cached block")
+    free = state["free_block_ids"]
     if len(free) != len(set(free)):
         problems.append("a block is twice in the free list")
-    unheld = {b for b in range(len(bm.blocks)) if holders[b] == 0}
+    unheld = {b for b in range(len(blocks)) if holders[b] == 0}
     if set(free) != unheld:
         problems.append(f"free list {sorted(set(free))} != unheld blocks {sorted(unheld)}")
     return problems
@@ -130,22 +159,23 @@ class BlockAudit:
 
     def __call__(self, llm, scheduled) -> None:
         self.steps += 1
-        sched = llm.scheduler
-        problems = audit_blocks(llm.block_manager, sched.running, sched.waiting)
+        state = engine_state(llm, scheduled)
+        problems = audit_blocks(state)
         assert not problems, f"after step {self.steps}: " + "; ".join(problems[:5])
-        self.max_step_tokens = max(self.max_step_tokens, sum(s.num_tokens for s in scheduled))
-        self.max_running = max(self.max_running, len(sched.running))
-        for seq in [*sched.running, *sched.waiting]:
-            before = self.completion_lens.get(seq.seq_id, 0)
-            assert seq.num_completion_tokens >= before, (
-                f"seq {seq.seq_id} had {before} generated tokens, now {seq.num_completion_tokens}")
-            self.completion_lens[seq.seq_id] = seq.num_completion_tokens
+        self.max_step_tokens = max(self.max_step_tokens, state["step_tokens"])
+        self.max_running = max(self.max_running, len(state["running"]))
+        for seq in [*state["running"], *state["waiting"]]:
+            before = self.completion_lens.get(seq["seq_id"], 0)
+            assert seq["num_completion_tokens"] >= before, (
+                f"seq {seq['seq_id']} had {before} generated tokens, now {seq['num_completion_tokens']}")
+            self.completion_lens[seq["seq_id"]] = seq["num_completion_tokens"]
 
     def assert_all_freed(self, llm) -> None:
-        bm = llm.block_manager
-        assert not llm.scheduler.running and not llm.scheduler.waiting
-        assert all(b.ref_count == 0 for b in bm.blocks), "blocks still referenced after all requests finished"
-        assert sorted(bm.free_block_ids) == list(range(bm.num_blocks)), "blocks leaked after all requests finished"
+        state = engine_state(llm)
+        assert not state["running"] and not state["waiting"]
+        assert all(b["ref_count"] == 0 for b in state["blocks"]), "blocks still referenced after all requests finished"
+        assert sorted(state["free_block_ids"]) == list(range(state["num_blocks"])), (
+            "blocks leaked after all requests finished")
 
 
 @pytest.fixture
@@ -157,4 +187,4 @@ def block_audit():
 @pytest.fixture
 def pool_problems():
     """pool_problems(block_manager, running, waiting=()) -> list of broken invariants (empty: fine)."""
-    return lambda bm, running, waiting=(): audit_blocks(bm, running, waiting)
+    return lambda bm, running, waiting=(): audit_blocks(pool_state(bm, running, waiting))

@@ -10,7 +10,7 @@ import os
 
 import pytest
 import torch
-from autograder.testing import oracle
+from autograder.testing import in_worker, oracle
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -77,10 +77,38 @@ def _close(actual, expected, rtol, atol, what):
                                msg=lambda m: f"{what}: {m}")
 
 
+@in_worker
+def flash_attention_grads(q, k, v, do, causal=False, sm_scale=None):
+    """In the worker: flash_attention(q, k, v) and autograd's dQ, dK, dV for the output gradient do.
+
+    The backward runs through the package's autograd Function, so it must run beside it: tensors
+    reach the judge as copies without autograd history. Returns (o, dq, dk, dv), the worker's word.
+    """
+    from flashattn import flash_attention
+
+    out = flash_attention(q, k, v, causal=causal, sm_scale=sm_scale)
+    return (out.detach(), *torch.autograd.grad(out, (q, k, v), do))
+
+
+@in_worker
+def flash_attention_run(q, k, v, do, causal, backward):
+    """In the worker: one call of flash_attention (and its backward, beside the autograd Function)
+    without arguments, for `measure`; it returns (o,) or (o, dq, dk, dv)."""
+    from flashattn import flash_attention
+
+    q, k, v = (t.requires_grad_(backward) for t in (q, k, v))
+
+    def run():
+        o = flash_attention(q, k, v, causal=causal)
+        return (o.detach(), *torch.autograd.grad(o, (q, k, v), do)) if backward else (o,)
+
+    return run
+
+
 def check_against_reference(q, k, v, do, *, causal, rtol, atol, sm_scale=None, backward=True):
-    """Compare O, LSE (flash_attn_forward) and dQ, dK, dV (autograd through flash_attention)
-    with reference_attention computed in higher precision from the same inputs."""
-    from flashattn import flash_attention, flash_attn_forward
+    """Compare O, LSE (flash_attn_forward) and dQ, dK, dV (autograd through flash_attention, in the
+    worker) with reference_attention computed here in higher precision from the same inputs."""
+    from flashattn import flash_attn_forward
 
     qd, kd, vd = q.detach(), k.detach(), v.detach()
     o, lse = flash_attn_forward(qd, kd, vd, causal=causal, sm_scale=sm_scale)
@@ -92,14 +120,15 @@ def check_against_reference(q, k, v, do, *, causal, rtol, atol, sm_scale=None, b
     _close(lse, ref_lse, rtol, atol, "LSE")
     if not backward:
         return
-    out = flash_attention(q, k, v, causal=causal, sm_scale=sm_scale)
-    grads = torch.autograd.grad(out, (q, k, v), do)
+    _, *grads = flash_attention_grads(q, k, v, do, causal=causal, sm_scale=sm_scale)
+    assert len(grads) == 3, f"expected dQ, dK, dV, got {len(grads)} gradients"
     work = ref_o.dtype
     leaves = [t.detach().to(work).requires_grad_() for t in (q, k, v)]
     with oracle():
         ref_out, _ = reference_attention(*leaves, causal, sm_scale)
         ref_grads = torch.autograd.grad(ref_out, leaves, do.to(work))
     for name, g, rg, t in zip(("dQ", "dK", "dV"), grads, ref_grads, (q, k, v)):
+        assert isinstance(g, torch.Tensor), (name, type(g))
         assert g.shape == t.shape and g.dtype == t.dtype, (name, g.shape, g.dtype)
         _close(g, rg, rtol, atol, name)
 
@@ -108,3 +137,10 @@ def check_against_reference(q, k, v, do, *, causal, rtol, atol, sm_scale=None, b
 def attention_check():
     """check_against_reference(q, k, v, do, *, causal, rtol, atol, sm_scale=None, backward=True)."""
     return check_against_reference
+
+
+@pytest.fixture
+def attention_grads():
+    """flash_attention_grads(q, k, v, do, causal=False, sm_scale=None) -> (o, dq, dk, dv), run in
+    the worker (the backward through the package's autograd Function)."""
+    return flash_attention_grads

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from autograder.testing import in_worker
 from torch.overrides import TorchFunctionMode
 
+import hwnumerics
 from hwnumerics import FloatFormat
 
 # The format's torch dtype, the integer dtype of the same width to view it as, and the bit mask.
@@ -65,6 +67,23 @@ class _NoLowPrecisionCasts(TorchFunctionMode):
         return out
 
 
+# The package functions a test may call under the guard.
+_GUARDED = ("to_bits", "from_bits", "round_to_format")
+
+
+@in_worker
+def call_without_casts(name: str, *args, **kwargs):
+    """In the worker: the package's function `name` called with low-precision torch dtypes off limits.
+
+    The guard is a TorchFunctionMode, so it must be entered in the process the package runs in.
+    """
+    if name not in _GUARDED:
+        raise ValueError(f"call_without_casts: {name!r} is not one of {_GUARDED}")
+    fn = getattr(hwnumerics, name)
+    with _NoLowPrecisionCasts():
+        return fn(*args, **kwargs)
+
+
 class TorchReference:
     """The oracle helpers, handed to tests through the `torch_ref` fixture."""
 
@@ -81,5 +100,6 @@ def torch_ref() -> TorchReference:
 
 @pytest.fixture
 def no_casts():
-    """`with no_casts(): ...` runs student code with low-precision torch dtypes off limits."""
-    return _NoLowPrecisionCasts
+    """`no_casts("to_bits", x, fmt)` calls the package's to_bits (or from_bits, round_to_format) in
+    the worker with low-precision torch dtypes off limits."""
+    return call_without_casts

@@ -30,7 +30,7 @@ from autograder.hardware import has_cuda
 from autograder.judge import importer
 from autograder.judge.client import WorkerClient
 from autograder.protocol.rules import AccountingRules, Ledger, verdict
-from autograder.worker.session import CALL_MARKER, TestSession
+from autograder.worker.session import CALL_MARKER
 
 PR_SET_DUMPABLE = 4
 _client: WorkerClient | None = None
@@ -95,8 +95,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ag-package", default="", help="the student package (its aliases get patched too)")
     group.addoption("--ag-manifest", default=None, help="collect only: write the expected tests here")
     group.addoption("--ag-accounting", default="{}", help="op and kernel accounting rules (JSON)")
-    group.addoption("--ag-isolation", default="worker", choices=("worker", "in_process"),
-                    help="worker: the package runs only in a worker process; in_process: in this one")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -115,7 +113,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     """Before any conftest loads: the import hook, and the worker starting (it imports torch while
     pytest collects)."""
     package = getattr(early_config.known_args_namespace, "ag_package", "")
-    if package and getattr(early_config.known_args_namespace, "ag_isolation", "worker") == "worker":
+    if package:
         global _client
         _client = WorkerClient(package)
         importer.install(package, _client)
@@ -241,24 +239,15 @@ class _Recorder:
     def pytest_runtest_call(self, item: pytest.Item) -> Any:
         state = self._state(item.nodeid)
         required = self._required(item)
-        in_process = None
         if _client is not None:
             _client.begin_test(item.nodeid, self._forbidden, self._rules.to_json(), list(required))
-        elif self._package:  # isolation = "in_process": the worker's runtime runs here
-            in_process = TestSession(item.nodeid, self._forbidden, self._rules, required, self._package)
-            in_process.begin()
         try:
             return (yield)
         except BaseException as exc:
             state.call_raised = f"{type(exc).__name__}"
             raise
         finally:
-            if in_process is not None:
-                ledger = in_process.end()
-                state.violation = verdict(Ledger.from_json(ledger), self._rules, required) if ledger else \
-                    (verdict(Ledger(), self._rules, required) if required else "")
-            else:
-                state.violation = self._end_in_worker(state, required)
+            state.violation = self._end_in_worker(state, required)
             if state.violation:
                 state.output.append(f"[accounting] {state.violation}")
 

@@ -56,7 +56,6 @@ OPT_FORBID = "--ag-forbid"
 OPT_PACKAGE = "--ag-package"
 OPT_MANIFEST = "--ag-manifest"
 OPT_ACCOUNTING = "--ag-accounting"
-OPT_ISOLATION = "--ag-isolation"
 
 # Environment of the worker process: set by the judge, read by the worker's runtime.
 ENV_ROLE = "AUTOGRADER_ROLE"        # "worker" inside the worker process

@@ -4,7 +4,7 @@ batch, and the sampler. Oracles: torch SDPA on contiguous K/V, exact probabiliti
 import pytest
 import torch
 import torch.nn.functional as F
-from autograder.testing import oracle
+from autograder.testing import in_worker, oracle
 
 from minivllm import (AttentionMetadata, EngineConfig, ModelConfig, ModelRunner, SamplingParams, ScheduledSeq,
                       Sequence, paged_attention, sample, sampling_probs, store_kvcache)
@@ -142,12 +142,19 @@ def test_sampling_probs_match_temperature_top_k_top_p(temperature, top_k, top_p)
         torch.testing.assert_close(probs[row], expected, atol=1e-6, rtol=1e-5)
 
 
+@in_worker
+def draws_with_one_generator(logits, n, seed, **params):
+    """In the worker: `sample` of `n` copies of the row `logits`, every row drawing from one shared
+    generator (a generator crosses by state: a judge list [gen] * n would arrive as n equal copies)."""
+    gen = torch.Generator().manual_seed(seed)
+    return sample(logits.expand(n, logits.shape[-1]), [SamplingParams(**params)] * n, [gen] * n)
+
+
 @pytest.mark.points(1)
 def test_sampled_tokens_follow_the_distribution():
     logits = torch.tensor([[2.0, 1.0, 0.5, 0.0, -1.0, -3.0]])
     n = 2000
-    gen = torch.Generator().manual_seed(5)
-    tokens = sample(logits.expand(n, 6), [SamplingParams(temperature=1.0, top_k=4)] * n, [gen] * n)
+    tokens = draws_with_one_generator(logits, n, 5, temperature=1.0, top_k=4)
     counts = torch.bincount(torch.tensor(tokens), minlength=6).float()
     expected = probs_oracle(logits[0], 1.0, 4, 1.0)
     assert counts[4:].sum() == 0, "tokens outside the top-k were drawn"

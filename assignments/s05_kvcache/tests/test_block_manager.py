@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from autograder.testing import in_worker
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conftest import PROPERTY_SETTINGS, check_pool
+from conftest import PROPERTY_SETTINGS, Pool, check_pool, check_pool_state, pool_state
 from kvcache import BlockManager, Sequence, hash_block_tokens
 
 
@@ -164,16 +165,16 @@ _ops = st.lists(
 )
 
 
-@pytest.mark.points(3)
-@PROPERTY_SETTINGS
-@given(ops=_ops, block_size=st.sampled_from([1, 2, 4]), caching=st.booleans())
-def test_reference_counts_match_live_tables_under_any_operation_sequence(ops, block_size, caching):
-    """No block sits in two live tables unless its ref_count says so; free blocks are exactly the
-    unreferenced ones; freeing everything restores the pool."""
+@in_worker
+def record_ops(ops, block_size, caching):
+    """The operation sequence, run in the worker (one request, not hundreds). After each op it
+    records the pool and the live tables, and after an append the ref_count of the block written
+    (None if no append happened); then the pool once every live sequence is freed."""
     bm = BlockManager(12, block_size, enable_prefix_caching=caching)
     live: list[Sequence] = []
-    next_id = 0
+    next_id, records = 0, []
     for op, pick, length in ops:
+        written = None
         if op == "new":
             seq = Sequence(next_id, [1 + (i * 7 + pick) % 5 for i in range(length)], 8)
             next_id += 1
@@ -188,8 +189,7 @@ def test_reference_counts_match_live_tables_under_any_operation_sequence(ops, bl
                 seq.append_token(900 + pick)
                 if bm.can_append(seq):
                     bm.append_slot(seq)
-                    index = (seq.num_tokens - 1) // block_size
-                    assert bm.blocks[seq.block_table[index]].ref_count == 1
+                    written = (bm.blocks[seq.block_table[(seq.num_tokens - 1) // block_size]].ref_count,)
                 else:
                     seq.token_ids.pop()
             elif op == "fork":
@@ -201,12 +201,29 @@ def test_reference_counts_match_live_tables_under_any_operation_sequence(ops, bl
             elif op == "free":
                 bm.free(seq)
                 live.remove(seq)
-        check_pool(bm, live)
-        assert bm.num_free_blocks + sum(b.ref_count > 0 for b in bm.blocks) == bm.num_blocks
+        records.append((pool_state(bm, live), written))
     for seq in live:
         bm.free(seq)
-    assert bm.num_free_blocks == bm.num_blocks
-    assert all(b.ref_count == 0 for b in bm.blocks)
+    return records, pool_state(bm, [])
+
+
+@pytest.mark.points(3)
+@PROPERTY_SETTINGS
+@given(ops=_ops, block_size=st.sampled_from([1, 2, 4]), caching=st.booleans())
+# a fork, then an append into the shared partial block: the copy-on-write case, always tried
+@example(ops=[("new", 0, 3), ("compute", 0, 1), ("fork", 0, 1), ("append", 0, 1)], block_size=4, caching=False)
+def test_reference_counts_match_live_tables_under_any_operation_sequence(ops, block_size, caching):
+    """No block sits in two live tables unless its ref_count says so; free blocks are exactly the
+    unreferenced ones; freeing everything restores the pool."""
+    records, final = record_ops(ops, block_size, caching)
+    for pool, written in records:
+        assert written is None or written == (1,), "append_slot left the written block shared"
+        pool = Pool(*pool)
+        check_pool_state(pool)
+        assert pool.num_free_blocks + sum(ref_count > 0 for ref_count in pool.ref_counts) == pool.num_blocks
+    final = Pool(*final)
+    assert final.num_free_blocks == final.num_blocks
+    assert all(ref_count == 0 for ref_count in final.ref_counts)
 
 
 def _allocated(bm: BlockManager, seq: Sequence) -> Sequence:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from autograder.testing import in_worker
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -85,54 +86,80 @@ def test_evict_frees_least_recently_used_leaves_first():
 _keys = st.lists(st.lists(st.integers(0, 2), min_size=0, max_size=8), min_size=1, max_size=12)
 
 
+@in_worker
+def record_inserts_and_matches(keys, queries):
+    """In the worker (one request per example): insert each key with fresh slots, then match
+    every query and key. Returns what insert and total_size answered after each key, the value of
+    each match, and the slots stored at the end."""
+    cache = RadixCache()
+    inserted, sizes, slot = [], [], 0
+    for key in keys:
+        inserted.append(cache.insert(key, list(range(slot, slot + len(key)))))
+        slot += len(key)
+        sizes.append(cache.total_size())
+    return inserted, sizes, [cache.match_prefix(q).value for q in queries + keys], stored_values(cache)
+
+
 @pytest.mark.points(3)
 @PROPERTY_SETTINGS
 @given(keys=_keys, queries=st.lists(st.lists(st.integers(0, 2), max_size=9), min_size=1, max_size=8))
 def test_match_equals_brute_force_longest_common_prefix(keys, queries):
     """Against a dict of every inserted prefix (first writer keeps its slot): insert reports the
     cached length, match returns the longest cached prefix with the right slots."""
-    cache = RadixCache()
+    inserted, sizes, matches, stored = record_inserts_and_matches(keys, queries)
     oracle: dict[tuple[int, ...], int] = {}
     slot = 0
-    for key in keys:
+    for key, got, size in zip(keys, inserted, sizes, strict=True):
         values = list(range(slot, slot + len(key)))
         slot += len(key)
         known = 0
         while known < len(key) and tuple(key[: known + 1]) in oracle:
             known += 1
-        assert cache.insert(key, values) == known
+        assert got == known
         for i in range(len(key)):
             oracle.setdefault(tuple(key[: i + 1]), values[i])
-        assert cache.total_size() == len(oracle)
-    for q in queries + keys:
+        assert size == len(oracle)
+    for q, got in zip(queries + keys, matches, strict=True):
         want = []
         while len(want) < len(q) and tuple(q[: len(want) + 1]) in oracle:
             want.append(oracle[tuple(q[: len(want) + 1])])
-        assert cache.match_prefix(q).value == tuple(want)
-    assert sorted(stored_values(cache)) == sorted(oracle.values())
+        assert got == tuple(want)
+    assert sorted(stored) == sorted(oracle.values())
+
+
+@in_worker
+def record_locks_and_evict(keys, lock_picks, budget):
+    """In the worker (one request per example): insert the keys, lock the match of each picked
+    key, evict `budget`. Returns the slots stored before, each lock's (key, matched value), the
+    evictable size before evicting, what evict freed, the slots stored and total_size after, and
+    each locked key's match value after."""
+    cache = RadixCache()
+    slot = 0
+    for key in keys:
+        cache.insert(key, list(range(slot, slot + len(key))))
+        slot += len(key)
+    before = stored_values(cache)
+    locked = []
+    for pick in lock_picks:
+        key = keys[pick % len(keys)]
+        m = cache.match_prefix(key)
+        cache.inc_lock_ref(m.node)
+        locked.append([key, m.value])
+    evictable = cache.evictable_size
+    freed = cache.evict(budget)
+    stored, total = stored_values(cache), cache.total_size()
+    return before, locked, evictable, freed, stored, total, [cache.match_prefix(key).value for key, _ in locked]
 
 
 @pytest.mark.points(3)
 @PROPERTY_SETTINGS
 @given(keys=_keys, lock_picks=st.lists(st.integers(0, 11), max_size=4), budget=st.integers(0, 40))
 def test_evict_never_frees_locked_or_twice_and_loses_no_slot(keys, lock_picks, budget):
-    cache = RadixCache()
-    slot = 0
-    for key in keys:
-        cache.insert(key, list(range(slot, slot + len(key))))
-        slot += len(key)
-    before = sorted(stored_values(cache))
-    locked = []
-    for pick in lock_picks:
-        key = keys[pick % len(keys)]
-        m = cache.match_prefix(key)
-        cache.inc_lock_ref(m.node)
-        locked.append((key, m.value))
-    evictable = cache.evictable_size
-    freed = cache.evict(budget)
+    before, locked, evictable, freed, stored, total, after = record_locks_and_evict(keys, lock_picks, budget)
+    before = sorted(before)
     assert len(freed) == len(set(freed)), "a slot was freed twice"
     assert len(freed) >= min(budget, evictable)
-    assert sorted(freed + stored_values(cache)) == before, "slots lost or invented"
-    assert cache.total_size() == len(before) - len(freed)
-    for key, value in locked:
-        assert cache.match_prefix(key).value == value, "a locked prefix was evicted"
+    assert sorted(freed + stored) == before, "slots lost or invented"
+    assert total == len(before) - len(freed)
+    for (key, value), now in zip(locked, after, strict=True):
+        assert now == value, "a locked prefix was evicted"

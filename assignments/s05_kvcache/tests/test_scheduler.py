@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from autograder.testing import in_worker
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -128,8 +129,10 @@ _workload = st.fixed_dictionaries(
 )
 
 
-def run_workload(w, *, max_steps=5000):
-    """Build a scheduler and requests from a drawn workload and drive them to completion."""
+@in_worker
+def build_workload(w):
+    """A scheduler and requests from a drawn workload, built in the worker in one request (the
+    judge gets proxies): the scheduler, the sequences and their arrival steps."""
     rng = random.Random(w["seed"])
     min_budget = w["max_num_seqs"] if w["chunked"] else max(w["max_num_seqs"], w["max_model_len"])
     sched = make_scheduler(
@@ -145,7 +148,12 @@ def run_workload(w, *, max_steps=5000):
     )
     prompts = random_prompts(rng, w["n"], w["max_model_len"] - 1)
     seqs = [Sequence(i, p, rng.randint(1, w["max_model_len"] - len(p))) for i, p in enumerate(prompts)]
-    arrivals = [rng.randrange(0, 6) for _ in seqs]
+    return sched, seqs, [rng.randrange(0, 6) for _ in seqs]
+
+
+def run_workload(w, *, max_steps=5000):
+    """Build a scheduler and requests from a drawn workload and drive them to completion."""
+    sched, seqs, arrivals = build_workload(w)
     return sched, drive(sched, seqs, arrivals, max_steps=max_steps)
 
 
