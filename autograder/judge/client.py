@@ -64,7 +64,7 @@ class WorkerClient:
         argv = [sys.executable, "-m", "autograder.worker.server", "--sock-fd", str(fds[0]), "--to-judge-fd",
                 str(to_judge), "--from-judge-fd", str(from_judge), "--generation", str(self.generation),
                 "--package", self.package]
-        env = dict(os.environ) | {ENV_ROLE: ROLE_WORKER}
+        env = {"OMP_WAIT_POLICY": "PASSIVE"} | dict(os.environ) | {ENV_ROLE: ROLE_WORKER}  # see grade._base_env
         self.proc = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, start_new_session=True, env=env)
         worker_end.close()
