@@ -17,6 +17,7 @@ from pathlib import Path
 
 from autograder.course_files import counts
 from autograder.errors import GraderError
+from autograder.protocol.messages import RecordKind
 from autograder.results import ERROR, FAILED, NOT_GRADED, PASSED, ExpectedTest, TestResult
 from autograder.sandbox import RunResult
 
@@ -49,11 +50,11 @@ def read_reported(path: Path, key: bytes) -> Reported:
             reported.forged += 1
             continue
         kind = record.get("kind")
-        if kind == "test":
+        if kind == RecordKind.TEST.value:
             reported.tests.setdefault(str(record.get("nodeid")), []).append(record)
-        elif kind == "collect_error":
+        elif kind == RecordKind.COLLECT_ERROR.value:
             reported.collect_errors.append(str(record.get("message", "")))
-        elif kind == "session_end":
+        elif kind == RecordKind.SESSION_END.value:
             reported.session_ended = True
     return reported
 

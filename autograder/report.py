@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from autograder.results import NOT_GRADED, PASSED, AssignmentResult, TestResult
+from autograder.results import ERROR, FAILED, NOT_GRADED, PASSED, AssignmentResult, TestResult
 
-STYLE = {"passed": "green", "failed": "red", "error": "red", "not_graded": "yellow"}
+STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", NOT_GRADED: "yellow"}
 
 
 def _fmt(x: float) -> str:
@@ -140,7 +140,7 @@ def write_junit(path: Path, results: list[AssignmentResult]) -> None:
     suites = ET.Element("testsuites")
     for result in results:
         suite = ET.SubElement(suites, "testsuite", name=result.id, tests=str(len(result.tests)),
-                              failures=str(sum(t.status in ("failed", "error") for t in result.tests)),
+                              failures=str(sum(t.status in (FAILED, ERROR) for t in result.tests)),
                               skipped=str(len(result.not_graded)), time=f"{result.wall_s:.2f}")
         for t in result.tests:
             case = ET.SubElement(suite, "testcase", classname=result.id, name=t.test.nodeid, time=f"{t.duration_s:.3f}")

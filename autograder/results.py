@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PASSED, FAILED, ERROR, NOT_GRADED = "passed", "failed", "error", "not_graded"
+from autograder.protocol.messages import Status
+
+# The one status vocabulary, as the plain strings records and reports carry.
+PASSED, FAILED, ERROR, NOT_GRADED = (s.value for s in (Status.PASSED, Status.FAILED, Status.ERROR, Status.NOT_GRADED))
 
 
 @dataclass

@@ -29,6 +29,7 @@ import pytest
 from autograder.hardware import has_cuda
 from autograder.judge import importer
 from autograder.judge.client import WorkerClient
+from autograder.protocol.messages import RecordKind, Status
 from autograder.protocol.rules import AccountingRules, Ledger, verdict
 from autograder.worker.session import CALL_MARKER
 
@@ -179,7 +180,7 @@ class _Recorder:
         if report.failed:
             error = {"nodeid": report.nodeid, "message": str(report.longrepr)[-MAX_OUTPUT_CHARS:]}
             self._collect_errors.append(error)
-            self._emit({"kind": "collect_error", **error})
+            self._emit({"kind": RecordKind.COLLECT_ERROR.value, **error})
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -199,7 +200,7 @@ class _Recorder:
         return run_body
 
     def pytest_runtest_logstart(self, nodeid: str, location: tuple) -> None:
-        self._emit({"kind": "progress", "nodeid": nodeid})  # the grader's stall watchdog sees this
+        self._emit({"kind": RecordKind.PROGRESS.value, "nodeid": nodeid})  # the grader's stall watchdog sees this
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         importer.leave_workdir(str(session.config.rootpath))
@@ -208,7 +209,7 @@ class _Recorder:
                 _client.ready()
             except Exception as exc:  # noqa: BLE001  each test will report the worker's failure
                 _client.broken = str(exc)
-        self._emit({"kind": "progress", "nodeid": ""})
+        self._emit({"kind": RecordKind.PROGRESS.value, "nodeid": ""})
         if not self._manifest:
             return
         tests = [
@@ -292,7 +293,7 @@ class _Recorder:
         output = _PROFILER_LOG.sub("", "\n".join(state.output))
         if len(output) > MAX_OUTPUT_CHARS:
             output = output[: MAX_OUTPUT_CHARS // 3] + "\n...\n" + output[-2 * MAX_OUTPUT_CHARS // 3 :]
-        return {"kind": "test", "nodeid": nodeid, "status": status, "reason": reason,
+        return {"kind": RecordKind.TEST.value, "nodeid": nodeid, "status": status, "reason": reason,
                 "output": output, "metrics": state.metrics, "duration": state.duration}
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:
@@ -300,23 +301,23 @@ class _Recorder:
             self._state(item.nodeid).duration = call.duration
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self._emit({"kind": "session_end", "exitstatus": int(session.exitstatus)})
+        self._emit({"kind": RecordKind.SESSION_END.value, "exitstatus": int(session.exitstatus)})
 
 
 def _verdict(state: _TestState) -> tuple[str, str]:
     """(status, reason) from the three independent views of what happened."""
     if state.setup == "skipped":
-        return "not_graded", state.not_graded or "skipped before the test body ran"
+        return Status.NOT_GRADED.value, state.not_graded or "skipped before the test body ran"
     if state.setup == "failed":
-        return "error", "setup (fixtures) failed"
+        return Status.ERROR.value, "setup (fixtures) failed"
     if state.violation:
-        return "failed", state.violation
+        return Status.FAILED.value, state.violation
     if state.call == "skipped":
-        return "failed", "the test was skipped from inside its body; that counts as a failure"
-    if state.call != "passed":
-        return "failed", ""
+        return Status.FAILED.value, "the test was skipped from inside its body; that counts as a failure"
+    if state.call != "passed":  # pytest's outcome
+        return Status.FAILED.value, ""
     if state.call_raised or not (state.entered and state.completed):
-        return "failed", "pytest reported a pass the test body never reached (tampering suspected)"
+        return Status.FAILED.value, "pytest reported a pass the test body never reached (tampering suspected)"
     if state.teardown == "failed":
-        return "error", "teardown failed"
-    return "passed", ""
+        return Status.ERROR.value, "teardown failed"
+    return Status.PASSED.value, ""
