@@ -262,7 +262,7 @@ class Record(Remote):
         return self._ag_values()[key] if object.__getattribute__(self, "_ag_sequence") else super().__getitem__(key)
 
     def __repr__(self) -> str:
-        module, name = object.__getattribute__(self, "_ag_type")
+        _, name = object.__getattribute__(self, "_ag_type")
         fields = ", ".join(f"{k}={v!r}" for k, v in object.__getattribute__(self, "_ag_fields").items())
         return f"{name}({fields})"
 

@@ -173,7 +173,6 @@ class Worker:
         fn: Any = module
         for part in qualname.split("."):
             fn = getattr(fn, part)
-        fn = getattr(fn, "__wrapped_for_worker__", fn)
         return fn(*args, **kwargs)
 
     def _measure(self, target: Any, phase: str, options: dict) -> Any:
