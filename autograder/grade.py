@@ -19,14 +19,12 @@ from autograder.probe import IMPORT_TIMEOUT_S, ImportProbe, hang_reason, probe_a
 from autograder.repo import Course
 from autograder.results import ERROR, FAILED, AssignmentResult, ExpectedTest, TestResult
 from autograder.sandbox import Backend, RunRequest, select_backend
-from autograder.sandbox.base import sandbox_uid
 from autograder.scan import scan_package
 from autograder.score import score_all
 from autograder.spec import AssignmentSpec
 from autograder.stage import (
     TEST_DIRS,
     cleanup,
-    give_to,
     new_root,
     read_no_follow,
     stage,
@@ -88,12 +86,12 @@ class _Job:
     threads: int
     import_error: str = ""  # from the probe: prefixed to the reason of every test that reported nothing
 
-    def request(self, argv: list[str], workdir: Path, uid: int | None, wall_s: float, **kw: object) -> RunRequest:
+    def request(self, argv: list[str], workdir: Path, wall_s: float, **kw: object) -> RunRequest:
         """The sandboxed run of `argv` in `workdir`, with this grading's limits, exposures and env."""
         hide, expose = _exposed(self.course)
         env = _base_env(workdir, self.threads) | {"AUTOGRADER_HARDWARE": self.hardware}
         return RunRequest(argv=argv, workdir=workdir, env=env, wall_s=wall_s, memory_mb=self.spec.limits.memory_mb,
-                          gpu=self.hardware != "cpu", hide=hide, expose=expose, uid=uid, **kw)
+                          gpu=self.hardware != "cpu", hide=hide, expose=expose, **kw)
 
 
 def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> tuple[dict[str, list[TestResult]], list[str]]:
@@ -105,12 +103,7 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     spec = job.spec
     workdir = stage(root=job.root, name=name, master_dir=job.master_dir, spec=spec, package_files=job.package,
                     test_files=[Path(f) for f in test_files])
-    uid = sandbox_uid()
-    give_to(workdir, uid)
     key = secrets.token_bytes(32)
-    read_fd, write_fd = os.pipe()
-    os.write(write_fd, key)  # 32 bytes fit in any pipe buffer
-    os.close(write_fd)
     results_file = workdir / RESULTS_FILE
     argv = [sys.executable, "-m", "pytest", *test_files, "-p", "autograder.judge.plugin",
             "--ag-results", str(results_file), "--ag-package", spec.package,
@@ -118,18 +111,15 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
             "-p", "no:cacheprovider",
             "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
             "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}"]
-    argv += ["--ag-key-fd", str(read_fd)]  # every backend delivers this fd (docker re-opens it in the container)
     # The master tests and support files stay read-only: the worker starts while the judge is still
     # collecting, and must not rewrite a test before the judge imports it.
     read_only = tuple(p for p in workdir.iterdir() if p.name not in (spec.package, "home", "tmp", RESULTS_FILE))
-    request = job.request(argv, workdir, uid, spec.limits.file_timeout_s * len(test_files), pass_fds=(read_fd,),
+    request = job.request(argv, workdir, spec.limits.file_timeout_s * len(test_files),
+                          secret=key, secret_flag="--ag-key-fd",  # the backend says where the judge reads it
                           read_only=read_only,
                           progress_file=results_file if batch else None,
                           stall_s=spec.limits.test_timeout_s + STALL_MARGIN_S if batch else None)
-    try:
-        run = job.backend.run(request)
-    finally:
-        os.close(read_fd)
+    run = job.backend.run(request)
     reported = read_reported(results_file, key)
     notes = [f"unexpected result for {n} ignored" for n in unexpected(job.expected, reported)]
     per_file = {}
@@ -231,9 +221,7 @@ def _probe(job: _Job, timeout_s: float) -> ImportProbe:
     """Import the package once in the sandbox; GraderError when the sandbox cannot even start Python."""
     workdir = stage(root=job.root, name="probe", master_dir=job.master_dir, spec=job.spec, package_files=job.package,
                     test_files=[])
-    uid = sandbox_uid()
-    give_to(workdir, uid)
-    run = job.backend.run(job.request(probe_argv(sys.executable, job.spec.package), workdir, uid, timeout_s))
+    run = job.backend.run(job.request(probe_argv(sys.executable, job.spec.package), workdir, timeout_s))
     probe = read_probe(run)
     if not probe.grader_ok:
         raise setup_error(run, job.backend.name)

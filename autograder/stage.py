@@ -114,16 +114,6 @@ def stage(
     return workdir
 
 
-def give_to(workdir: Path, uid: int | None) -> None:
-    """Hand the work dir to the sandbox uid (it must write results, caches, temp files there)."""
-    if uid is None:
-        return
-    for dirpath, _dirnames, filenames in os.walk(workdir):
-        os.chown(dirpath, uid, uid)
-        for name in filenames:
-            os.chown(os.path.join(dirpath, name), uid, uid)
-
-
 @dataclass
 class SubmittedPackage:
     """The package files a run uses, and what reading the submission showed (links, missing files)."""

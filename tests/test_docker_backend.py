@@ -14,6 +14,7 @@ import pytest
 from autograder.sandbox import RunRequest
 from autograder.sandbox.docker import (
     LAUNCHER,
+    SECRET_FD,
     DockerBackend,
     container_config,
     container_env,
@@ -30,13 +31,6 @@ def _request(workdir: Path, **kw) -> RunRequest:
     return RunRequest(**(base | kw))
 
 
-def _key_pipe(key: bytes) -> int:
-    read_fd, write_fd = os.pipe()
-    os.write(write_fd, key)
-    os.close(write_fd)
-    return read_fd
-
-
 def test_container_runs_as_the_run_uid_as_root_else_as_the_invoking_user(tmp_path):
     assert container_user(_request(tmp_path, uid=123456)) == "123456:123456"
     assert container_user(_request(tmp_path)) == f"{os.getuid()}:{os.getgid()}"
@@ -51,28 +45,20 @@ def test_container_keeps_the_images_path_and_pythonpath_not_the_hosts(tmp_path):
 
 def test_the_key_crosses_as_a_private_file_never_in_argv_or_environment(tmp_path):
     key = b"\x00\xff\xe9\n" + secrets.token_bytes(28)  # NUL, non-UTF-8 and newline bytes must survive
-    read_fd = _key_pipe(key)
-    try:
-        request = _request(tmp_path, argv=["/host/python", "-m", "pytest", "--ag-key-fd", str(read_fd)],
-                           pass_fds=(read_fd,))
-        fds = stage_fds(request, owner=None)
-    finally:
-        os.close(read_fd)
+    request = _request(tmp_path, argv=["/host/python", "-m", "pytest"], secret=key, secret_flag="--ag-key-fd")
+    fds = stage_fds(request, owner=None)
     (staged,) = fds
-    assert staged.number == read_fd and staged.path.read_bytes() == key
+    assert staged.number == SECRET_FD and staged.path.read_bytes() == key
     assert staged.path.stat().st_mode & 0o777 == 0o400
     config = container_config(request, "img:1", [], fds, "autograder-x")
-    visible = repr(config["command"]) + repr(config["environment"])
-    assert key.hex() not in visible and "AUTOGRADER_KEY" not in visible
+    assert config["command"][-2:] == ["--ag-key-fd", str(SECRET_FD)]
+    visible = repr(config["command"]) + repr(config["environment"]) + repr(request)
+    assert key.hex() not in visible and repr(key) not in visible and "AUTOGRADER_KEY" not in visible
 
 
 def test_the_launcher_reopens_the_key_at_its_fd_number_and_deletes_the_file(tmp_path):
     key = b"\x00\xff" + secrets.token_bytes(30)
-    read_fd = _key_pipe(key)
-    try:
-        (staged,) = stage_fds(_request(tmp_path, pass_fds=(read_fd,)), owner=None)
-    finally:
-        os.close(read_fd)
+    (staged,) = stage_fds(_request(tmp_path, secret=key, secret_flag="--key-fd"), owner=None)
     number = staged.number
     child = f"import os, sys; sys.stdout.buffer.write(os.fdopen({number}, 'rb').read())"
     run = subprocess.run([sys.executable, "-c", LAUNCHER, f"{number}={staged.path}", sys.executable, "-c", child],
@@ -138,12 +124,8 @@ def test_a_real_container_gets_the_key_and_writes_results_as_the_invoking_user(t
     backend = _engine()
     tmp_path.chmod(0o755)
     key = b"\x00\xff" + secrets.token_bytes(30)
-    read_fd = _key_pipe(key)
-    code = f"import os; open('out.bin', 'wb').write(os.fdopen({read_fd}, 'rb').read())"
-    try:
-        result = backend.run(_request(tmp_path, argv=["python", "-c", code], pass_fds=(read_fd,)))
-    finally:
-        os.close(read_fd)
+    code = "import os, sys; open('out.bin', 'wb').write(os.fdopen(int(sys.argv[2]), 'rb').read())"
+    result = backend.run(_request(tmp_path, argv=["python", "-c", code], secret=key, secret_flag="--key-fd"))
     assert result.returncode == 0, result.output
     assert (tmp_path / "out.bin").read_bytes() == key and (tmp_path / "out.bin").stat().st_uid == os.getuid()
 

@@ -1,3 +1,4 @@
+import sys
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,23 @@ def test_bwrap_command_hides_the_repo_and_binds_only_the_workdir_writable():
     assert joined.index("--tmpfs /work/repo") < joined.index("--bind /tmp/ag/run0")
     assert "--dev /dev" in joined and "--dev-bind" not in joined  # no device access without a GPU
     assert "--dev-bind /dev /dev" in " ".join(BwrapBackend().command(_request(gpu=True)))
+
+
+@pytest.mark.filterwarnings("ignore:the Python interpreter is not reachable")
+@pytest.mark.parametrize("name", ["none", "bwrap"])
+def test_a_backend_hands_the_secret_through_a_descriptor_named_in_argv_never_the_text(name, tmp_path):
+    backend = select_backend(name)
+    secret = b"\x00\xffkey\n" + bytes(range(24))
+    reader = ("import os, sys; argv = open('/proc/self/cmdline', 'rb').read() + open('/proc/self/environ', 'rb').read()\n"
+              "data = os.read(int(sys.argv[-1]), 100)\n"
+              "open('got', 'wb').write(data); open('seen', 'wb').write(argv)")
+    tmp_path.chmod(0o777)
+    run = backend.run(_request(argv=[sys.executable, "-c", reader], workdir=tmp_path, hide=(), expose=(),
+                               secret=secret, secret_flag="--key-fd"))
+    assert run.returncode == 0, run.output
+    assert (tmp_path / "got").read_bytes() == secret
+    assert secret not in (tmp_path / "seen").read_bytes() and b"--key-fd" in (tmp_path / "seen").read_bytes()
+    assert "key" not in repr(_request(secret=secret))  # nor in a request's repr (logs, tracebacks)
 
 
 def test_unknown_or_unusable_backends_are_clear_errors(monkeypatch):

@@ -1,9 +1,12 @@
 """What every sandbox backend takes and returns, and the process runner they share.
 
-A backend turns a `RunRequest` (argv, work dir, limits) into a `RunResult`. The shared runner
-starts the process in its own session under resource limits, drops root to a fresh uid of its own
-(so RLIMIT_NPROC bounds a fork bomb and the course files are not writable), enforces the wall limit
-by killing the whole process group, and afterwards kills whatever that uid left behind.
+A backend turns a `RunRequest` (argv, work dir, limits, a secret) into a `RunResult`, and owns how
+the run gets its user id and its secret: the caller only says what to run. As root, every run gets a
+fresh uid of its own owning the work dir (`with_own_uid`: RLIMIT_NPROC bounds a fork bomb and the
+course files are not writable). The shared runner starts the process in its own session under
+resource limits, hands it the secret through a pipe whose fd number follows `secret_flag` in argv
+(never argv or the environment, which student code could read), enforces the wall limit by killing
+the whole process group, and afterwards kills whatever that uid left behind.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 OUTPUT_TAIL_CHARS = 20_000
@@ -33,11 +36,12 @@ class RunRequest:
     wall_s: float
     memory_mb: int
     gpu: bool = False
-    pass_fds: tuple[int, ...] = ()
+    secret: bytes = field(default=b"", repr=False)  # e.g. the records' HMAC key: only the run may read it
+    secret_flag: str = ""           # argv gets `secret_flag <fd>` where the run reads `secret` from fd
     hide: tuple[Path, ...] = ()     # trees the process must not see (the course repo)
     expose: tuple[Path, ...] = ()   # read-only paths inside hidden trees it needs (grader, venv)
     read_only: tuple[Path, ...] = ()  # paths in the work dir the run must not change (the master tests)
-    uid: int | None = None          # run as this uid (chosen by sandbox_uid(); None: our own)
+    uid: int | None = None          # run as this uid (set by the backend through with_own_uid; None: our own)
     progress_file: Path | None = None  # a file the run appends to as it progresses ...
     stall_s: float | None = None       # ... killed when it has not grown for this long
     startup_s: float = 180.0           # grace before the first growth (imports, collection)
@@ -81,6 +85,44 @@ def sandbox_uid() -> int | None:
     if os.geteuid() != 0:
         return None
     return random.randrange(200_000, 2_000_000_000)
+
+
+def with_own_uid(request: RunRequest) -> RunRequest:
+    """The request with a fresh uid of its own when we are root (unless it names one), the work dir
+    handed to that uid: the run must write its results, caches and temp files there."""
+    uid = request.uid if request.uid is not None else sandbox_uid()
+    give_to(request.workdir, uid)
+    return replace(request, uid=uid)
+
+
+def give_to(workdir: Path, uid: int | None) -> None:
+    """Hand the work dir (and all it holds) to `uid`; nothing to do without one."""
+    if uid is None:
+        return
+    for dirpath, _dirnames, filenames in os.walk(workdir):
+        os.chown(dirpath, uid, uid)
+        for name in filenames:
+            os.chown(os.path.join(dirpath, name), uid, uid)
+
+
+class _SecretPipe:
+    """A pipe holding the request's secret, its read end passed to the run; closed on exit."""
+
+    def __init__(self, request: RunRequest) -> None:
+        self.fds: tuple[int, ...] = ()
+        self.argv_tail: list[str] = []
+        if request.secret:
+            read_fd, write_fd = os.pipe()
+            os.write(write_fd, request.secret)  # a secret is small: it fits in any pipe buffer
+            os.close(write_fd)
+            self.fds, self.argv_tail = (read_fd,), [request.secret_flag, str(read_fd)]
+
+    def __enter__(self) -> _SecretPipe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for fd in self.fds:
+            os.close(fd)
 
 
 def _count_processes(uid: int) -> int:
@@ -172,12 +214,12 @@ def run_process(argv: list[str], request: RunRequest, isolate_net: bool, switch_
     switches inside the sandbox, after it has mounted what the interpreter needs).
     """
     uid = request.uid
-    with tempfile.TemporaryFile(mode="w+b") as log:
+    with tempfile.TemporaryFile(mode="w+b") as log, _SecretPipe(request) as secret:
         start = time.monotonic()
         proc = subprocess.Popen(
-            argv, cwd=request.workdir, env=request.env, stdin=subprocess.DEVNULL,
+            argv + secret.argv_tail, cwd=request.workdir, env=request.env, stdin=subprocess.DEVNULL,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            pass_fds=request.pass_fds,
+            pass_fds=secret.fds,
             preexec_fn=make_preexec(request, isolate_net, switch_uid),
         )
         timed_out, stalled = _watch(proc, request, start)

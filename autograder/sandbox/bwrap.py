@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.sandbox.base import RunRequest, RunResult, make_preexec, run_process
+from autograder.sandbox.base import RunRequest, RunResult, make_preexec, run_process, with_own_uid
 
 # Runs as root inside the sandbox, then becomes the run's uid and execs the real command.
 SWITCH_UID = "import os,sys; u=int(sys.argv[1]); os.setgroups([]); os.setgid(u); os.setuid(u); os.execv(sys.argv[2], sys.argv[2:])"
@@ -89,4 +89,7 @@ class BwrapBackend:
         return argv + list(request.argv)
 
     def run(self, request: RunRequest) -> RunResult:
+        """As root the run becomes its own uid inside the sandbox; the secret's pipe is inherited
+        through bwrap, its fd number appended to argv."""
+        request = with_own_uid(request)
         return run_process(self.command(request), request, isolate_net=False, switch_uid=False)

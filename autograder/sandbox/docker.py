@@ -4,10 +4,11 @@ No network, memory and pids limits, a read-only root, every capability dropped, 
 run needs one, and the work dir mounted at the same path. The image must hold Python, torch and the
 `autograder` package (see gpu_runners/); its own PATH and PYTHONPATH are kept, never the host's.
 
-The file descriptors a run passes (the HMAC key's pipe) cannot cross into a container. Their bytes
-go into files in the work dir, readable only by the container's user; a tiny launcher inside opens
-each at the same fd number, deletes it and then starts the command. The key is thus never in argv,
-nor in the environment (which /proc/self/environ would keep for student code to read).
+A file descriptor cannot cross into a container, so the run's secret (the HMAC key) goes into a
+file in the work dir, readable only by the container's user; a tiny launcher inside opens it at
+`SECRET_FD`, deletes it and then starts the command, whose argv ends with `secret_flag SECRET_FD`.
+The key is thus never in argv, nor in the environment (which /proc/self/environ would keep for
+student code to read).
 A run that hits its wall limit is killed by container name, and every container is removed.
 """
 
@@ -20,10 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autograder.sandbox.base import OUTPUT_TAIL_CHARS, RunRequest, RunResult, watch
+from autograder.sandbox.base import OUTPUT_TAIL_CHARS, RunRequest, RunResult, watch, with_own_uid
 
 DEFAULT_IMAGE = "course-autograder:gpu"
 FD_FILE_PREFIX = ".ag-fd-"
+SECRET_FD = 3  # the first descriptor after stdio: free when the launcher starts
 PIDS_LIMIT = 1024
 
 # Runs first in the container: argv[1] is "fd=path,fd=path"; each file becomes that fd, then vanishes.
@@ -50,20 +52,16 @@ class FdFile:
 
 
 def stage_fds(request: RunRequest, owner: tuple[int, int] | None) -> list[FdFile]:
-    """Drain each passed fd (a pipe whose writer has closed) into a 0400 file in the work dir."""
-    staged = []
-    for number in request.pass_fds:
-        chunks = []
-        while chunk := os.read(number, 65536):
-            chunks.append(chunk)
-        path = request.workdir / f"{FD_FILE_PREFIX}{number}"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
-        with os.fdopen(fd, "wb") as f:
-            f.write(b"".join(chunks))
-        if owner is not None:
-            os.chown(path, *owner)
-        staged.append(FdFile(number, path))
-    return staged
+    """The request's secret as a 0400 file in the work dir, for the launcher to open at SECRET_FD."""
+    if not request.secret:
+        return []
+    path = request.workdir / f"{FD_FILE_PREFIX}{SECRET_FD}"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
+    with os.fdopen(fd, "wb") as f:
+        f.write(request.secret)
+    if owner is not None:
+        os.chown(path, *owner)
+    return [FdFile(SECRET_FD, path)]
 
 
 def container_user(request: RunRequest) -> str:
@@ -92,7 +90,8 @@ def container_config(request: RunRequest, image: str, image_env: list[str], fds:
     """Keyword arguments of `client.containers.run` for this request (no daemon needed to build)."""
     workdir = str(request.workdir)
     launcher = ",".join(f"{f.number}={f.path}" for f in fds)
-    command = ["python3", "-c", LAUNCHER, launcher, "python3", *request.argv[1:]]  # the image's interpreter
+    secret = [request.secret_flag, str(SECRET_FD)] if fds else []
+    command = ["python3", "-c", LAUNCHER, launcher, "python3", *request.argv[1:], *secret]  # the image's interpreter
     config: dict[str, Any] = {
         "image": image, "command": command, "name": name, "detach": True, "labels": {"autograder": "run"},
         "network_mode": "none", "mem_limit": f"{request.memory_mb}m", "memswap_limit": f"{request.memory_mb}m",
@@ -146,6 +145,7 @@ class DockerBackend:
         return self.client().images.get(self.image).attrs.get("Config", {}).get("Env") or []
 
     def run(self, request: RunRequest) -> RunResult:
+        request = with_own_uid(request)
         client = self.client()
         owner = (request.uid, request.uid) if request.uid is not None else None
         fds = stage_fds(request, owner)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import replace
 
-from autograder.sandbox.base import RunRequest, RunResult, python_reachable, run_process
+from autograder.sandbox.base import RunRequest, RunResult, python_reachable, run_process, with_own_uid
 
 
 class NoneBackend:
@@ -16,6 +16,7 @@ class NoneBackend:
         return True, ""
 
     def run(self, request: RunRequest) -> RunResult:
+        request = with_own_uid(request)
         if request.uid is not None and not python_reachable():
             warnings.warn("the Python interpreter is not reachable by other users (e.g. under /root): "
                           "tests run as root without RLIMIT_NPROC protection; use --sandbox bwrap", stacklevel=2)
