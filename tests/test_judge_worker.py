@@ -198,3 +198,58 @@ def test_the_ledger_marks_exactly_the_calls_the_judge_sent(worker_of):
         slowpkg.no_such_name  # noqa: B018
     _, data = client.end_test()
     assert Ledger.from_json(data).ops[CALL_MARKER] == client.calls >= 4
+
+
+CUDA_PACKAGE = '''
+import torch
+kept = []
+def double_in_place(x):
+    x.mul_(2)
+    return x.sum().item()
+def make(n):
+    y = torch.arange(n, device="cuda", dtype=torch.float32)
+    kept.append(y)
+    return y
+def scribble():
+    for y in kept:
+        y.fill_(-1.0)
+    torch.cuda.synchronize()
+'''
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA IPC needs a GPU (not graded here)")
+
+
+@needs_cuda
+def test_a_large_cuda_tensor_crosses_by_ipc_handle_as_a_private_copy(worker_of):
+    """4 MB each way, above IPC_MIN_BYTES: exact values, in-place changes written back, and the
+    worker writing its own tensor after returning it changes nothing the judge holds."""
+    from autograder.protocol.cuda_ipc import IPC_MIN_BYTES
+
+    worker_of(CUDA_PACKAGE)
+    import slowpkg
+
+    n = 1 << 20
+    assert 4 * n >= IPC_MIN_BYTES
+    x = torch.ones(n, device="cuda")
+    assert slowpkg.double_in_place(x) == 2.0 * n and torch.equal(x, torch.full_like(x, 2.0))
+    y = slowpkg.make(n)
+    slowpkg.scribble()
+    assert y.is_cuda and torch.equal(y, torch.arange(n, device="cuda", dtype=torch.float32))
+
+
+@needs_cuda
+def test_what_the_judge_shares_lies_in_a_pool_that_holds_none_of_its_own_tensors():
+    """An IPC handle maps a whole allocator segment: the judge's oracle must not be in one it shares."""
+    from autograder.judge.codec import JudgeCodec
+
+    fd = new_arena_fd("test")
+    codec = JudgeCodec.__new__(JudgeCodec)
+    DataCodec.__init__(codec, Arena(fd), Arena(fd))
+    oracle = torch.randn(1 << 20, device="cuda")
+    codec.begin_send()
+    tree = codec.encode(torch.randn(1 << 20, device="cuda"))
+    assert tree[:2] == ("X", "cuda_tensor")
+    segments = codec.cuda.pool_segments()
+    assert segments and not any(start <= oracle.data_ptr() < start + size for start, size in segments)
+    staged = codec.cuda._kept[0].data_ptr()
+    assert any(start <= staged < start + size for start, size in segments)
+    os.close(fd)

@@ -26,6 +26,8 @@ class StaleReference(RuntimeError):
 
 
 class JudgeCodec(DataCodec):
+    PRIVATE_CUDA_POOL = True  # the worker may map what the judge shares: a pool holding nothing else
+
     def __init__(self, client: WorkerClient, outgoing: Any, incoming: Any) -> None:
         super().__init__(outgoing, incoming)
         self.client = client

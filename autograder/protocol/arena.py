@@ -6,8 +6,8 @@ the message (a receiver never keeps a view of the arena: the sender reuses it fo
 and the other process can write it at any time). The frame header carries the arena size the
 message needs, so a receiver remaps after the sender grew the file.
 
-CUDA tensors cross through host memory here (device -> arena -> device): one copy each way, no
-pickling of their bytes.
+Small CUDA tensors cross through host memory here (device -> arena -> device); large ones by CUDA
+IPC handle (cuda_ipc.py).
 """
 
 from __future__ import annotations

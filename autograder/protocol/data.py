@@ -1,9 +1,9 @@
 """Plain data both sides encode the same way: tensors, arrays, dtypes, devices and a few builtins
 that pickle only through globals (complex, slice, Ellipsis, paths).
 
-A tensor crosses by value: its bytes through the arena, its dtype by name (checked against
-torch's dtypes), its device as a string, its `requires_grad` flag. The receiver owns a fresh copy
-(autograd history never crosses). Each side lists the tensors it decoded from a message in
+A tensor crosses by value: its bytes through the arena (a large CUDA tensor through a CUDA IPC
+handle instead, see cuda_ipc.py), its dtype by name (checked against torch's dtypes), its device as
+a string, its `requires_grad` flag. The receiver owns a fresh copy (autograd history never crosses). Each side lists the tensors it decoded from a message in
 `received` so a call can send back the final value of arguments the callee changed in place.
 """
 
@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from autograder.protocol.arena import Arena
+from autograder.protocol.cuda_ipc import IPC_MIN_BYTES, CudaShare, open_shared
 from autograder.protocol.wire import Codec, ProtocolError, expect
 
 
@@ -36,12 +37,15 @@ def dtype_named(name: Any) -> Any:
     return value
 
 
-TORCH_KINDS = {"tensor", "dtype", "device", "size", "generator"}
+TORCH_KINDS = {"tensor", "cuda_tensor", "dtype", "device", "size", "generator"}
 
 
 class DataCodec(Codec):
+    PRIVATE_CUDA_POOL = False  # the judge stages what it shares apart from its own tensors
+
     def __init__(self, outgoing: Arena, incoming: Arena) -> None:
         self.outgoing, self.incoming = outgoing, incoming
+        self.cuda = CudaShare(private_pool=self.PRIVATE_CUDA_POOL)
         self.sent: list[Any] = []      # tensors encoded into the message being built, in order
         self.received: list[Any] = []  # tensors decoded from the last message, in order
         self.sent_generators: list[Any] = []      # torch.Generators, crossing by state
@@ -50,6 +54,7 @@ class DataCodec(Codec):
 
     def begin_send(self) -> None:
         self.outgoing.reset()
+        self.cuda.reset()
         self.sent = []
         self.sent_generators = []
         self._memo: dict[int, tuple] = {}  # id -> its reference: an object sent twice arrives as one
@@ -67,11 +72,13 @@ class DataCodec(Codec):
         if torch is None:
             return self._encode_plain(value)
         if isinstance(value, torch.Tensor) and type(value) in (torch.Tensor, torch.nn.Parameter):
-            offset, nbytes = self.outgoing.put(value)
             self._memo[id(value)] = ("tensor_again", len(self.sent))
             self.sent.append(value)
-            dtype = str(value.dtype).removeprefix("torch.")
-            return ("tensor", offset, nbytes, dtype, list(value.shape), str(value.device), bool(value.requires_grad))
+            dtype, shape, grad = str(value.dtype).removeprefix("torch."), list(value.shape), bool(value.requires_grad)
+            if value.is_cuda and value.numel() * value.element_size() >= IPC_MIN_BYTES:
+                return ("cuda_tensor", self.cuda.share(value), dtype, shape, grad)
+            offset, nbytes = self.outgoing.put(value)
+            return ("tensor", offset, nbytes, dtype, shape, str(value.device), grad)
         if isinstance(value, torch.Generator):  # by state; its final state comes back after the call
             self._memo[id(value)] = ("generator_again", len(self.sent_generators))
             self.sent_generators.append(value)
@@ -118,6 +125,14 @@ class DataCodec(Codec):
             device = torch.device(expect(device, str, "device"))
             if device.type != "cpu":
                 tensor = tensor.to(device)
+            if expect(grad, bool, "requires_grad") and tensor.is_floating_point():
+                tensor.requires_grad_(True)
+            self.received.append(tensor)
+            return tensor
+        if kind == "cuda_tensor" and len(payload) == 4:
+            handle, dtype, shape, grad = payload
+            shape = [expect(s, int, "tensor shape") for s in expect(shape, list, "tensor shape")]
+            tensor = open_shared(handle, dtype_named(dtype), shape)
             if expect(grad, bool, "requires_grad") and tensor.is_floating_point():
                 tensor.requires_grad_(True)
             self.received.append(tensor)
