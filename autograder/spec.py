@@ -124,14 +124,23 @@ def _parse_perf(name: str, table: dict[str, Any]) -> PerfMetric:
 
 
 def _parse_accounting(table: dict[str, Any]) -> AccountingRules:
-    known = ("forbidden_ops", "require_kernels", "forbidden_kernels")
+    lists = ("forbidden_ops", "require_kernels", "forbidden_kernels")
+    known = (*lists, "compute_in_kernels", "allow_ops")
     if unknown := set(table) - set(known):
         raise ValueError(f"[accounting]: unknown keys {sorted(unknown)}; known: {sorted(known)}")
-    for key in known:
+    for key in lists:
         value = table.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise ValueError(f"[accounting].{key}: expected a list of non-empty strings, got {value!r}")
-    return AccountingRules(**{key: tuple(table.get(key, ())) for key in known})
+    compute = table.get("compute_in_kernels", False)
+    if not isinstance(compute, bool):
+        raise ValueError(f"[accounting].compute_in_kernels: expected true or false, got {compute!r}")
+    allow = table.get("allow_ops", {})
+    if not isinstance(allow, dict) or not all(isinstance(v, str) for v in allow.values()):
+        raise ValueError('[accounting.allow_ops]: expected a table of op pattern = "the reason it runs outside '
+                         f'the kernels", got {allow!r}')
+    return AccountingRules(**{key: tuple(table.get(key, ())) for key in lists}, compute_in_kernels=compute,
+                           allow_ops=tuple(allow.items()))
 
 
 def parse_spec(data: dict[str, Any]) -> AssignmentSpec:

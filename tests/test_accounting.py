@@ -197,7 +197,66 @@ def copy(x):
     y = torch.empty_like(x)
     _copy_kernel[(1,)](x, y, x.numel(), BLOCK=8)
     return y
+
+
+def copy_then_exp(x):
+    return copy(x).exp()
+
+
+def read_every_element(x):
+    copy(x)
+    return [float(v) for v in x]
 """
+
+ALLOWLIST_CHILD = r"""
+import json, sys, torch
+from autograder.worker.accounting import Accountant
+from autograder.spec import AccountingRules
+sys.path.insert(0, sys.argv[1])
+from kpkg.kern import copy, copy_then_exp, read_every_element
+
+rules = AccountingRules(require_kernels=("kpkg",), compute_in_kernels=True)
+x = torch.arange(8.0)
+out = {}
+for case, body in {"kernel_only": lambda: copy(x.reshape(2, 4).reshape(-1).contiguous()),
+                   "exp_beside_kernel": lambda: copy_then_exp(x),
+                   "scalars": lambda: read_every_element(torch.arange(64.0))}.items():
+    acct = Accountant(rules, "kpkg", rules.require_kernels)
+    acct.begin()
+    body()
+    out[case] = acct.end()
+print(json.dumps(out))
+"""
+
+
+def test_a_kernel_exercise_may_only_allocate_view_copy_and_cast_outside_its_kernels(tmp_path):
+    """Under the interpreter the kernel's own tensor work is inside its launch; `exp` beside the
+    kernel is named with the package line that called it; a loop of scalar reads is refused.
+    Oracle: the op names torch's profiler reports, and the line numbers of the module above."""
+    (tmp_path / "kpkg").mkdir()
+    (tmp_path / "kpkg" / "__init__.py").write_text("")
+    (tmp_path / "kpkg" / "kern.py").write_text(KERNEL_MODULE)
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    run = subprocess.run([sys.executable, "-c", ALLOWLIST_CHILD, str(tmp_path)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["kernel_only"] == ""
+    exp_line = KERNEL_MODULE.splitlines().index("    return copy(x).exp()") + 1
+    assert "aten::exp" in out["exp_beside_kernel"] and f"kpkg/kern.py:{exp_line}" in out["exp_beside_kernel"]
+    assert "outside its own Triton kernels" in out["exp_beside_kernel"]
+    assert "read 64 scalars" in out["scalars"]
+
+
+def test_widening_the_allowlist_needs_a_reason():
+    head = {"assignment": {"id": "p6_x", "title": "t", "stage": 4, "package": "x", "editable": ["x/*.py"]}}
+    table = {"require_kernels": ["x"], "compute_in_kernels": True, "allow_ops": {"aten::cumsum": "block offsets"}}
+    spec = parse_spec({**head, "accounting": table})
+    assert spec.accounting.compute_in_kernels and matches("aten::cumsum", spec.accounting.allowed_ops)
+    with pytest.raises(ValueError, match="reason"):
+        parse_spec({**head, "accounting": {**table, "allow_ops": {"aten::cumsum": " "}}})
+    with pytest.raises(ValueError, match="needs require_kernels"):
+        parse_spec({**head, "accounting": {"compute_in_kernels": True}})
 
 
 def test_a_required_kernel_must_launch_under_the_triton_interpreter(tmp_path):

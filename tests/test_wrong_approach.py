@@ -29,7 +29,7 @@ class _WithoutAccounting(Course):
         return dataclasses.replace(super().spec(assignment_id), accounting=AccountingRules())
 
 CORPUS = Path(__file__).parent / "fixtures" / "wrong_approach"
-ACCOUNTING_REASONS = ("forbidden here", "no Triton kernel of")
+ACCOUNTING_REASONS = ("forbidden here", "no Triton kernel of", "outside its own Triton kernels")
 
 
 def _submission(tmp_path: Path, aid: str, case: str, base: str) -> Path:
@@ -67,6 +67,8 @@ def _grade(sub: Path, aid: str, accounting: bool):
     ("p6_torch_aten", "p6_flashattn"),
     ("p6_torch_math", "p6_flashattn"),
     ("s04_torch_ops", "s04_kernels"),
+    ("p6_composed_math", "p6_flashattn"),
+    ("s04_composed_ops", "s04_kernels"),
 ])
 def test_a_submission_without_kernels_earns_nothing(case, aid, tmp_path):
     sub = _submission(tmp_path, aid, case, "stub")
@@ -120,6 +122,8 @@ def test_paged_attention_by_sdpa_loses_exactly_the_tests_that_run_it(tmp_path):
     ("p6_torch_aten", "p6_flashattn", "stub"),
     ("p6_torch_math", "p6_flashattn", "stub"),
     ("s04_torch_ops", "s04_kernels", "stub"),
+    ("p6_composed_math", "p6_flashattn", "stub"),
+    ("s04_composed_ops", "s04_kernels", "stub"),
     ("p1_sdpa_paged_attention", "p1_minivllm", "reference"),
 ])
 def test_wrong_approaches_earn_nothing_on_the_gpu(case, aid, base, tmp_path):

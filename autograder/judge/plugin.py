@@ -273,10 +273,10 @@ class _Recorder:
             ledger = Ledger.from_json(data)
         except ValueError as exc:
             return f"the op and kernel accounting sent no valid ledger ({exc})"
-        if self._rules.forbidden_ops and ledger.ops.get(CALL_MARKER, 0) != _client.calls:
+        if self._rules.records_ops and ledger.ops.get(CALL_MARKER, 0) != _client.calls:
             return (f"the op accounting saw {ledger.ops.get(CALL_MARKER, 0)} of the {_client.calls} calls into the "
                     "submission (switched off or tampered with)")
-        return verdict(ledger, self._rules, required)
+        return verdict(ledger, self._rules, required, calls=_client.calls)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         state = self._state(report.nodeid)

@@ -10,6 +10,38 @@ from dataclasses import dataclass, field
 from typing import Any
 
 PACKAGE_PATTERN = re.compile(r"^[a-z_][a-z0-9_]*$")
+DISPATCHER_OP = re.compile(r"^[a-z_][a-z0-9_]*::[A-Za-z0-9_.]+$")  # "aten::mul.Tensor"; not "autograd::engine::..."
+
+# What a kernel exercise may run outside its own Triton kernels (fnmatch, case-insensitive):
+# allocation, views and reshapes, copies and `contiguous`, dtype casts, metadata. Everything else
+# computes (arithmetic, reductions, comparisons, computed indexing) and belongs inside a kernel.
+# A denylist could never be complete: torch has hundreds of ops that compose into a norm.
+KERNEL_EXERCISE_OPS = (
+    # allocation (a constant fill is allocation too)
+    "aten::empty", "aten::empty.*", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
+    "aten::new_empty_strided", "aten::zeros", "aten::zeros_like", "aten::new_zeros", "aten::ones",
+    "aten::ones_like", "aten::new_ones", "aten::full", "aten::full_like", "aten::new_full", "aten::zero_",
+    "aten::fill_", "aten::resize_", "aten::lift_fresh", "aten::scalar_tensor",
+    # views and reshapes
+    "aten::view", "aten::view_as", "aten::_unsafe_view", "aten::reshape", "aten::_reshape_alias",
+    "aten::as_strided", "aten::as_strided_", "aten::alias", "aten::detach", "aten::detach_", "aten::transpose",
+    "aten::transpose_", "aten::t", "aten::permute", "aten::expand", "aten::expand_as", "aten::squeeze",
+    "aten::squeeze_", "aten::unsqueeze", "aten::unsqueeze_", "aten::flatten", "aten::unflatten", "aten::select",
+    "aten::slice", "aten::narrow", "aten::split", "aten::split_with_sizes", "aten::chunk", "aten::unbind",
+    "aten::movedim", "aten::swapaxes", "aten::unfold", "aten::view_as_real", "aten::view_as_complex",
+    "aten::set_", "aten::_nested_tensor_from_mask",
+    # copies and casts
+    "aten::contiguous", "aten::clone", "aten::copy_", "aten::to", "aten::_to_copy", "aten::type_as",
+    "aten::_has_compatible_shallow_copy_type",
+    # metadata
+    "aten::size", "aten::sym_size", "aten::stride", "aten::sym_stride", "aten::numel", "aten::sym_numel",
+    "aten::dim", "aten::is_contiguous", "aten::is_same_size", "aten::result_type", "aten::is_floating_point",
+    "aten::is_complex", "aten::storage_offset", "aten::sym_storage_offset", "aten::record_stream",
+    # one scalar read for a launch configuration (capped per call: see SCALAR_READS_PER_CALL)
+    "aten::_local_scalar_dense", "aten::item",
+)
+SCALAR_READ_OPS = ("aten::_local_scalar_dense",)
+SCALAR_READS_PER_CALL = 16  # a grid size or a max length; a loop over elements reads thousands
 
 
 @dataclass(frozen=True)
@@ -22,11 +54,18 @@ class AccountingRules:
         one Triton kernel it defines during every graded test (the `kernels` mark overrides this).
     forbidden_kernels: patterns on CUDA kernel names seen in perf audits (e.g. "*fmha*"); the
         package's own Triton kernels never match.
+    compute_in_kernels: a kernel exercise: while a test that requires the package's kernels calls
+        it, every dispatcher op outside a launch of the package's own kernels must be on
+        KERNEL_EXERCISE_OPS or `allow_ops`.
+    allow_ops: (pattern, reason) pairs an assignment adds to KERNEL_EXERCISE_OPS, each with the
+        reason it must run outside the kernels.
     """
 
     forbidden_ops: tuple[str, ...] = ()
     require_kernels: tuple[str, ...] = ()
     forbidden_kernels: tuple[str, ...] = ()
+    compute_in_kernels: bool = False
+    allow_ops: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         for op in self.forbidden_ops:
@@ -35,19 +74,36 @@ class AccountingRules:
         for module in self.require_kernels:
             if not all(PACKAGE_PATTERN.match(part) for part in module.split(".")):
                 raise ValueError(f"[accounting].require_kernels: {module!r} is not a dotted module name")
+        for op, reason in self.allow_ops:
+            if "::" not in op or not reason.strip():
+                raise ValueError(f"[accounting.allow_ops]: {op!r} must name a namespace ('aten::cumsum') "
+                                 "and give the reason it runs outside the kernels")
+        if self.compute_in_kernels and not self.require_kernels:
+            raise ValueError("[accounting].compute_in_kernels needs require_kernels: the modules whose kernels compute")
 
     @property
     def active(self) -> bool:
         return bool(self.forbidden_ops or self.require_kernels or self.forbidden_kernels)
 
-    def to_json(self) -> dict[str, list[str]]:
+    @property
+    def records_ops(self) -> bool:
+        """Whether the worker records dispatcher ops (a profiler session) during each test."""
+        return bool(self.forbidden_ops) or self.compute_in_kernels
+
+    @property
+    def allowed_ops(self) -> tuple[str, ...]:
+        return KERNEL_EXERCISE_OPS + tuple(op for op, _ in self.allow_ops)
+
+    def to_json(self) -> dict[str, Any]:
         return {"forbidden_ops": list(self.forbidden_ops), "require_kernels": list(self.require_kernels),
-                "forbidden_kernels": list(self.forbidden_kernels)}
+                "forbidden_kernels": list(self.forbidden_kernels), "compute_in_kernels": self.compute_in_kernels,
+                "allow_ops": [list(pair) for pair in self.allow_ops]}
 
     @classmethod
-    def from_json(cls, data: dict[str, list[str]]) -> AccountingRules:
-        return cls(**{key: tuple(data.get(key, ())) for key in ("forbidden_ops", "require_kernels",
-                                                                 "forbidden_kernels")})
+    def from_json(cls, data: dict[str, Any]) -> AccountingRules:
+        lists = {key: tuple(data.get(key, ())) for key in ("forbidden_ops", "require_kernels", "forbidden_kernels")}
+        return cls(**lists, compute_in_kernels=bool(data.get("compute_in_kernels", False)),
+                   allow_ops=tuple((str(op), str(why)) for op, why in data.get("allow_ops", ())))
 
 
 def matches(name: str, patterns: tuple[str, ...]) -> str | None:
@@ -64,17 +120,22 @@ def within(module: str, prefix: str) -> bool:
 class Ledger:
     """What one test's submission ran. ops / device_kernels: name -> count; launches: qualified
     Triton kernel names (module.function) -> count; own_kernels: kernel name -> defining module of
-    the package's Triton kernels; calls: markers the worker put down at each call it served."""
+    the package's Triton kernels; outside_ops: dispatcher ops that ran outside the package's own
+    kernel launches (kept for kernel exercises); sites: op short name -> "file:line" of the
+    package's code that called it (best effort, for the reason shown to the student)."""
 
     ops: Counter = field(default_factory=Counter)
     launches: Counter = field(default_factory=Counter)
     device_kernels: Counter = field(default_factory=Counter)
     own_kernels: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    outside_ops: Counter = field(default_factory=Counter)
+    sites: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"ops": dict(self.ops), "launches": dict(self.launches), "device_kernels": dict(self.device_kernels),
-                "own_kernels": dict(self.own_kernels), "problems": list(self.problems)}
+                "own_kernels": dict(self.own_kernels), "problems": list(self.problems),
+                "outside_ops": dict(self.outside_ops), "sites": dict(self.sites)}
 
     @classmethod
     def from_json(cls, data: Any) -> Ledger:
@@ -88,12 +149,17 @@ class Ledger:
                 raise ValueError(f"the ledger's {key} are not name -> count")
             return Counter(table)
 
-        own, problems = data.get("own_kernels", {}), data.get("problems", [])
-        if not isinstance(own, dict) or not all(type(k) is str and type(v) is str for k, v in own.items()):
-            raise ValueError("the ledger's own_kernels are not name -> module")
+        def names(key: str) -> dict[str, str]:
+            table = data.get(key, {})
+            if not isinstance(table, dict) or not all(type(k) is str and type(v) is str for k, v in table.items()):
+                raise ValueError(f"the ledger's {key} are not name -> text")
+            return dict(table)
+
+        problems = data.get("problems", [])
         if not isinstance(problems, list) or not all(type(p) is str for p in problems):
             raise ValueError("the ledger's problems are not strings")
-        return cls(counts("ops"), counts("launches"), counts("device_kernels"), dict(own), list(problems))
+        return cls(counts("ops"), counts("launches"), counts("device_kernels"), names("own_kernels"), list(problems),
+                   counts("outside_ops"), names("sites"))
 
 
 def forbidden_hits(ledger: Ledger, rules: AccountingRules) -> list[str]:
@@ -108,9 +174,28 @@ def forbidden_hits(ledger: Ledger, rules: AccountingRules) -> list[str]:
     return reasons
 
 
-def verdict(ledger: Ledger, rules: AccountingRules, required: tuple[str, ...]) -> str:
-    """Why the test fails its accounting ("" when it passes)."""
+def outside_kernel_hits(ledger: Ledger, rules: AccountingRules, calls: int) -> list[str]:
+    """Ops a kernel exercise ran outside its kernels that are not on the allowlist."""
+    reasons = []
+    for op, count in sorted(ledger.outside_ops.items()):
+        if matches(op, rules.allowed_ops) is None:
+            short = op.split("::", 1)[1].split(".", 1)[0]
+            site = ledger.sites.get(short) or ledger.sites.get(short.strip("_"))
+            where = f" (called at {site})" if site else ""
+            reasons.append(f"the submission computed with {op}{where} outside its own Triton kernels; in this "
+                           "exercise only allocation, views, copies and casts may run outside them")
+        elif matches(op, SCALAR_READ_OPS) and count > SCALAR_READS_PER_CALL * max(1, calls):
+            reasons.append(f"the submission read {count} scalars off the device in {max(1, calls)} call(s) "
+                           f"(at most {SCALAR_READS_PER_CALL} per call: a launch configuration, not elements)")
+    return reasons
+
+
+def verdict(ledger: Ledger, rules: AccountingRules, required: tuple[str, ...], calls: int = 1) -> str:
+    """Why the test fails its accounting ("" when it passes). `calls`: the judge's count of calls
+    into the submission during the test."""
     reasons = forbidden_hits(ledger, rules)
+    if rules.compute_in_kernels and required:
+        reasons += outside_kernel_hits(ledger, rules, calls)
     own = ledger.own_kernels
     for module in required:
         launched = any(within(name.rsplit(".", 1)[0], module) for name in ledger.launches)

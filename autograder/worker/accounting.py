@@ -18,17 +18,28 @@ Three ledgers per test, all kept outside `autograder.testing.oracle()` blocks:
 
 A forbidden op or kernel, or a required kernel that never ran, fails the test with a reason
 naming it. Rules come from the spec's `[accounting]` table and the `kernels` test mark.
+
+In a kernel exercise (`compute_in_kernels`) each launch of one of the package's own kernels is a
+profiler scope (KERNEL_SCOPE): the dispatcher ops outside every such scope go to the ledger's
+`outside_ops`, which the judge checks against the allowlist; ops inside (the Triton interpreter's
+own tensor work under TRITON_INTERPRET=1) belong to the kernel. A torch-function mode notes where
+in the package each torch function was first called, so that a refused op can be shown with the
+line that called it (best effort: it decides nothing).
 """
 
 from __future__ import annotations
 
+import bisect
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from autograder.protocol.rules import AccountingRules, Ledger, forbidden_hits, verdict, within
+from autograder.protocol.rules import DISPATCHER_OP, AccountingRules, Ledger, forbidden_hits, verdict, within
+from autograder.worker.launches import KERNEL_SCOPE, install_launch_hook, own_kernel_names
+from autograder.worker.sites import Sites, short_name
 
+MAX_SITES = 256
 _current: Accountant | None = None
 
 
@@ -48,16 +59,37 @@ class _Session:
         self._prof._prepare_trace()
         self._prof._start_trace()
 
-    def stop(self) -> tuple[Counter, Counter] | None:
-        """(host op names, device kernel names), or None when someone else ended the session."""
+    def stop(self) -> tuple[Counter, Counter, Counter] | None:
+        """(host op names, device kernel names, dispatcher ops outside the package's kernel
+        launches), or None when someone else ended the session."""
         if not self._torch.autograd._profiler_enabled():
             return None
         results = self._torch.autograd._disable_profiler()  # raw events: no FunctionEvent tree to build
-        host, device = Counter(), Counter()
+        host, device, ops = Counter(), Counter(), []
+        spans: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for event in results.events():
-            on_host = event.device_type() == self._torch.autograd.DeviceType.CPU
-            (host if on_host else device)[event.name()] += 1
-        return host, device
+            name = event.name()
+            if event.device_type() != self._torch.autograd.DeviceType.CPU:
+                device[name] += 1
+                continue
+            host[name] += 1
+            if name == KERNEL_SCOPE:
+                spans[event.start_thread_id()].append((event.start_ns(), event.start_ns() + event.duration_ns()))
+            elif DISPATCHER_OP.match(name) and not name.startswith("autograder::"):
+                ops.append((name, event.start_thread_id(), event.start_ns()))
+        return host, device, _outside(ops, spans)
+
+
+def _outside(ops: list[tuple[str, int, int]], spans: dict[int, list[tuple[int, int]]]) -> Counter:
+    """The ops (name, thread, start) that started outside every span of their thread."""
+    starts = {thread: sorted(s) for thread, s in spans.items()}
+    outside: Counter = Counter()
+    for name, thread, start in ops:
+        thread_spans = starts.get(thread, [])
+        i = bisect.bisect_right(thread_spans, (start, float("inf"))) - 1
+        if i < 0 or start > thread_spans[i][1]:
+            outside[name] += 1
+    return outside
 
 
 class Accountant:
@@ -69,13 +101,15 @@ class Accountant:
         self._session: _Session | None = None
         self._pause_depth = 0
         self._audit_cuda: bool | None = None  # set while `audit` runs
+        self.in_launch = 0  # > 0 inside a launch of the package's own kernel
+        self._sites: Sites | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
     def begin(self) -> None:
         global _current
         _current = self
         if self.required:
-            _install_launch_hook()
+            install_launch_hook(current)
         self._resume()
 
     def end(self) -> str:
@@ -91,10 +125,15 @@ class Accountant:
         return _current is self and self._pause_depth == 0
 
     def _resume(self) -> None:
-        if self.rules.forbidden_ops or self._audit_cuda is not None:
+        if self.rules.records_ops or self._audit_cuda is not None:
             self._session = _Session(cuda=bool(self._audit_cuda))
+        if self.rules.compute_in_kernels:
+            self._sites = Sites.push(self)
 
     def _pause(self) -> None:
+        if self._sites is not None:
+            self._sites.pop()
+            self._sites = None
         if self._session is None:
             return
         names = self._session.stop()
@@ -104,6 +143,8 @@ class Accountant:
             return
         self.ledger.ops.update(names[0])
         self.ledger.device_kernels.update(names[1])
+        if self.rules.compute_in_kernels:
+            self.ledger.outside_ops.update(names[2])
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -144,6 +185,24 @@ class Accountant:
         if self.recording:
             self.ledger.launches[qualified_name] += 1
 
+    def scopes_launch(self, module: str) -> bool:
+        """Whether a launch of a kernel defined in `module` is one of the package's own, to be
+        scoped so that the ops inside it belong to the kernel."""
+        return self.rules.compute_in_kernels and self.recording and within(module, self.package)
+
+    def note_site(self, name: str) -> None:
+        """Where in the package the torch function `name` was first called."""
+        key = short_name(name)
+        if key in self.ledger.sites or len(self.ledger.sites) >= MAX_SITES or self.in_launch or not self.recording:
+            return
+        frame = sys._getframe(2)
+        while frame is not None:
+            module = frame.f_globals.get("__name__", "")
+            if within(module, self.package):
+                self.ledger.sites[key] = f"{module.replace('.', '/')}.py:{frame.f_lineno}"
+                return
+            frame = frame.f_back
+
     # ---- verdict ---------------------------------------------------------------------------
     def export(self) -> Ledger:
         """The ledger with the package's own kernel names filled in (what the judge decides from)."""
@@ -169,56 +228,3 @@ def called_from_package(package: str) -> str:
     return ""
 
 
-def own_kernel_names(package: str) -> dict[str, str]:
-    """Kernel name -> defining module, for every Triton kernel defined in the student's package."""
-    found = {}
-    for mod_name, module in list(sys.modules.items()):
-        if module is None or not within(mod_name, package):
-            continue
-        for value in list(vars(module).values()):
-            fn = _kernel_function(value)
-            if fn is not None and getattr(fn, "__module__", "") == mod_name:
-                found[fn.__name__] = mod_name
-    return found
-
-
-def _kernel_function(value: object) -> Callable | None:
-    """The Python function behind a Triton kernel object (jit, interpreted, autotuned), if any."""
-    for _ in range(4):  # Autotuner / Heuristics wrap a JITFunction in `.fn`
-        fn = getattr(value, "fn", None)
-        if fn is None or not type(value).__module__.startswith("triton."):
-            return None
-        if not type(fn).__module__.startswith("triton."):
-            return fn
-        value = fn
-    return None
-
-
-_HOOKED: set[type] = set()
-
-
-def _install_launch_hook() -> None:
-    """Wrap the launch entry of Triton's kernel classes once per process (idempotent)."""
-    classes = []
-    try:
-        from triton.runtime.jit import JITFunction
-
-        classes.append(JITFunction)
-        from triton.runtime.interpreter import InterpretedFunction
-
-        classes.append(InterpretedFunction)
-    except ImportError:
-        pass
-    for cls in classes:
-        if cls in _HOOKED:
-            continue
-        original = cls.run
-
-        def run(self, *args, __original=original, **kwargs):
-            if _current is not None and not kwargs.get("warmup", False):
-                fn = getattr(self, "fn", None)
-                _current.record_launch(f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__name__', '?')}")
-            return __original(self, *args, **kwargs)
-
-        cls.run = run
-        _HOOKED.add(cls)

@@ -43,7 +43,7 @@ class TestSession:
 
     def mark_call(self) -> None:
         """A marker the ledger must show once per top-level call (a profiler switched off loses them)."""
-        if self.accountant is not None and self.accountant.recording and self._rules.forbidden_ops:
+        if self.accountant is not None and self.accountant.recording and self._rules.records_ops:
             import torch
 
             with torch.autograd.profiler.record_function(CALL_MARKER):

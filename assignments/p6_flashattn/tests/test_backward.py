@@ -23,8 +23,13 @@ def test_backward_matches_reference_fp16(causal, device, qkv_factory, attention_
 
 @in_worker
 def leaf_grads_of_squared_loss(q, k, v):
-    """In the worker, beside the package's autograd Function: loss.backward() on the leaves."""
-    flash_attention(q, k, v, causal=True).pow(2).sum().backward()
+    """In the worker, beside the package's autograd Function: loss.backward() on the leaves. The
+    loss and its own gradient are the test's (oracle); backward() from the output reaches the
+    package's backward, and its results the leaves."""
+    o = flash_attention(q, k, v, causal=True)
+    with oracle():
+        do = 2 * o.detach()  # d(o.pow(2).sum())/do
+    o.backward(do)
     return q.grad, k.grad, v.grad
 
 

@@ -94,8 +94,13 @@ def strided_qkv_grad(qkv):
     are taken here: a tensor crosses between the processes as a contiguous copy."""
     leaf = qkv.requires_grad_()
     q, k, v = (leaf[:, :, i].transpose(1, 2) for i in range(3))  # (B, H, N, d), strided
-    flash_attention(q, k, v, causal=True).sum().backward()
-    return leaf.grad
+    o = flash_attention(q, k, v, causal=True)
+    do = torch.ones((), device=o.device, dtype=o.dtype).expand_as(o)  # what .sum().backward() hands it
+    # gradients of the views, not of the leaf: the engine's select/add into qkv.grad would be the
+    # test's own ops, which the accounting of this kernel exercise would count as the submission's
+    grads = torch.autograd.grad(o, (q, k, v), do)
+    with oracle():
+        return torch.stack([g.transpose(1, 2) for g in grads], dim=2)  # (B, N, 3, H, d), like qkv.grad
 
 
 @pytest.mark.points(1)
