@@ -9,12 +9,17 @@ from pathlib import Path
 
 CACHE_PARTS = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints", ".cache"})
 CACHE_SUFFIXES = frozenset({".pyc", ".pyo"})
-INSTRUCTOR_ONLY = ("hidden", "mutants.toml")  # never shipped to students, never staged as given files
+INSTRUCTOR_ONLY = ("hidden", "mutants.toml", "mutation.toml")  # never shipped to students, never staged as given files
 
 
 def counts(rel: Path) -> bool:
     """Whether the file at `rel` (relative to a course tree) is a course file, not a cache."""
     return not (CACHE_PARTS & set(rel.parts)) and rel.suffix not in CACHE_SUFFIXES
+
+
+def instructor_only(rel: Path) -> bool:
+    """Whether `rel` (relative to an assignment) is a hidden test or a list of broken variants."""
+    return any(part in INSTRUCTOR_ONLY for part in rel.parts)
 
 
 def course_files(root: Path) -> list[Path]:

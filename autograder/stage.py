@@ -18,7 +18,7 @@ from autograder.course_files import CACHE_PARTS, counts
 from autograder.spec import AssignmentSpec
 
 TEST_DIRS = ("tests", "hidden")
-NEVER_STAGED = CACHE_PARTS | {"mutants.toml"}
+NEVER_STAGED = CACHE_PARTS | {"mutants.toml", "mutation.toml"}
 
 
 def new_root() -> Path:

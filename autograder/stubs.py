@@ -1,6 +1,6 @@
 """Generate `assignments/<id>/` from `solutions/<id>/`, and tell whether it is up to date.
 
-Copied: everything but `hidden/`, `mutants.toml` and caches. Python files have their solution
+Copied: everything but instructor-only files (`hidden/`, broken variants) and caches. Python files have their solution
 regions stripped (see `autograder.markers`). The generator works in memory, so the same function
 serves writing the tree and checking that the committed tree is current.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from autograder.course_files import INSTRUCTOR_ONLY, counts
+from autograder.course_files import INSTRUCTOR_ONLY, counts, instructor_only
 from autograder.markers import has_markers, strip_solutions
 from autograder.repo import Course
 
@@ -92,7 +92,7 @@ def leaked_solutions(tree: Path) -> list[str]:
     leaks = []
     for path in sorted(tree.rglob("*")):
         rel = path.relative_to(tree)
-        if "hidden" in rel.parts or path.name == "mutants.toml":
+        if instructor_only(rel):
             leaks.append(f"{rel}: instructor-only file")
         elif path.suffix == ".py" and path.is_file() and has_markers(path.read_text()):
             leaks.append(f"{rel}: contains solution markers")
