@@ -125,7 +125,7 @@ def _parse_perf(name: str, table: dict[str, Any]) -> PerfMetric:
 
 def _parse_accounting(table: dict[str, Any]) -> AccountingRules:
     lists = ("forbidden_ops", "require_kernels", "forbidden_kernels")
-    known = (*lists, "compute_in_kernels", "allow_ops")
+    known = (*lists, "compute_in_kernels", "allow_ops", "min_kernel_share")
     if unknown := set(table) - set(known):
         raise ValueError(f"[accounting]: unknown keys {sorted(unknown)}; known: {sorted(known)}")
     for key in lists:
@@ -139,8 +139,11 @@ def _parse_accounting(table: dict[str, Any]) -> AccountingRules:
     if not isinstance(allow, dict) or not all(isinstance(v, str) for v in allow.values()):
         raise ValueError('[accounting.allow_ops]: expected a table of op pattern = "the reason it runs outside '
                          f'the kernels", got {allow!r}')
+    share = table.get("min_kernel_share", 0.9)
+    if not isinstance(share, (int, float)) or isinstance(share, bool):
+        raise ValueError(f"[accounting].min_kernel_share: expected a number in [0, 1], got {share!r}")
     return AccountingRules(**{key: tuple(table.get(key, ())) for key in lists}, compute_in_kernels=compute,
-                           allow_ops=tuple(allow.items()))
+                           allow_ops=tuple(allow.items()), min_kernel_share=float(share))
 
 
 def parse_spec(data: dict[str, Any]) -> AssignmentSpec:

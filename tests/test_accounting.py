@@ -317,3 +317,21 @@ def test_profiler_log_lines_are_dropped_from_a_students_output():
     noisy = ("E   assert 1 == 2\nUSDT:2026-12-01 10:37:00 14401:14401 SyncActivityProfilerHandler.cpp:52] "
              "profiler_start\nINFO:2026-12-01 10:37:04 14409:14409 init.cpp:148] Registering daemon\nE   more\n")
     assert _PROFILER_LOG.sub("", noisy) == "E   assert 1 == 2\nE   more\n"
+
+
+def test_a_decoy_kernel_beside_library_kernels_fails_the_gpu_time_share():
+    """The share is the ledger's own arithmetic: own-kernel nanoseconds over all audited ones."""
+    from collections import Counter
+
+    from autograder.protocol.rules import Ledger, verdict
+
+    rules = AccountingRules(require_kernels=("fa",), compute_in_kernels=True)
+    own = {"_attn_fwd": "fa.forward"}
+    decoy = Ledger(own_kernels=own, device_ns=Counter({"_attn_fwd": 10_000, "sm90_xmma_gemm": 80_000,
+                                                      "Memset (Device)": 10_000}))
+    assert "took 10% of the GPU time" in verdict(decoy, rules, ("fa",))
+    launched = Counter({"fa.forward._attn_fwd": 1})
+    honest = Ledger(launches=launched, own_kernels=own,
+                    device_ns=Counter({"_attn_fwd": 95_000, "Memset (Device)": 5_000}))
+    assert verdict(honest, rules, ("fa",)) == ""
+    assert verdict(Ledger(launches=launched, own_kernels=own), rules, ("fa",)) == ""  # no GPU audit

@@ -59,6 +59,9 @@ class AccountingRules:
         KERNEL_EXERCISE_OPS or `allow_ops`.
     allow_ops: (pattern, reason) pairs an assignment adds to KERNEL_EXERCISE_OPS, each with the
         reason it must run outside the kernels.
+    min_kernel_share: in a kernel exercise on CUDA, the least share of the GPU time of a perf
+        audit's call that the package's own kernels must take (a decoy kernel beside library
+        kernels takes almost none).
     """
 
     forbidden_ops: tuple[str, ...] = ()
@@ -66,6 +69,7 @@ class AccountingRules:
     forbidden_kernels: tuple[str, ...] = ()
     compute_in_kernels: bool = False
     allow_ops: tuple[tuple[str, str], ...] = ()
+    min_kernel_share: float = 0.9
 
     def __post_init__(self) -> None:
         for op in self.forbidden_ops:
@@ -78,6 +82,8 @@ class AccountingRules:
             if "::" not in op or not reason.strip():
                 raise ValueError(f"[accounting.allow_ops]: {op!r} must name a namespace ('aten::cumsum') "
                                  "and give the reason it runs outside the kernels")
+        if not 0.0 <= self.min_kernel_share <= 1.0:
+            raise ValueError(f"[accounting].min_kernel_share: {self.min_kernel_share} is not a share in [0, 1]")
         if self.compute_in_kernels and not self.require_kernels:
             raise ValueError("[accounting].compute_in_kernels needs require_kernels: the modules whose kernels compute")
 
@@ -97,13 +103,14 @@ class AccountingRules:
     def to_json(self) -> dict[str, Any]:
         return {"forbidden_ops": list(self.forbidden_ops), "require_kernels": list(self.require_kernels),
                 "forbidden_kernels": list(self.forbidden_kernels), "compute_in_kernels": self.compute_in_kernels,
-                "allow_ops": [list(pair) for pair in self.allow_ops]}
+                "allow_ops": [list(pair) for pair in self.allow_ops], "min_kernel_share": self.min_kernel_share}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> AccountingRules:
         lists = {key: tuple(data.get(key, ())) for key in ("forbidden_ops", "require_kernels", "forbidden_kernels")}
         return cls(**lists, compute_in_kernels=bool(data.get("compute_in_kernels", False)),
-                   allow_ops=tuple((str(op), str(why)) for op, why in data.get("allow_ops", ())))
+                   allow_ops=tuple((str(op), str(why)) for op, why in data.get("allow_ops", ())),
+                   min_kernel_share=float(data.get("min_kernel_share", 0.9)))
 
 
 def matches(name: str, patterns: tuple[str, ...]) -> str | None:
@@ -131,11 +138,12 @@ class Ledger:
     problems: list[str] = field(default_factory=list)
     outside_ops: Counter = field(default_factory=Counter)
     sites: dict[str, str] = field(default_factory=dict)
+    device_ns: Counter = field(default_factory=Counter)  # GPU nanoseconds per kernel name in perf audits
 
     def to_json(self) -> dict[str, Any]:
         return {"ops": dict(self.ops), "launches": dict(self.launches), "device_kernels": dict(self.device_kernels),
                 "own_kernels": dict(self.own_kernels), "problems": list(self.problems),
-                "outside_ops": dict(self.outside_ops), "sites": dict(self.sites)}
+                "outside_ops": dict(self.outside_ops), "sites": dict(self.sites), "device_ns": dict(self.device_ns)}
 
     @classmethod
     def from_json(cls, data: Any) -> Ledger:
@@ -159,7 +167,7 @@ class Ledger:
         if not isinstance(problems, list) or not all(type(p) is str for p in problems):
             raise ValueError("the ledger's problems are not strings")
         return cls(counts("ops"), counts("launches"), counts("device_kernels"), names("own_kernels"), list(problems),
-                   counts("outside_ops"), names("sites"))
+                   counts("outside_ops"), names("sites"), counts("device_ns"))
 
 
 def forbidden_hits(ledger: Ledger, rules: AccountingRules) -> list[str]:
@@ -172,6 +180,15 @@ def forbidden_hits(ledger: Ledger, rules: AccountingRules) -> list[str]:
         if kernel not in ledger.own_kernels and (pattern := matches(kernel, rules.forbidden_kernels)):
             reasons.append(f"the timed code ran the library kernel {kernel[:80]} (forbidden here: {pattern})")
     return reasons
+
+
+def own_kernel_share(ledger: Ledger) -> float | None:
+    """The share of the audited calls' GPU time spent in the package's own kernels (None: no
+    audit on a GPU)."""
+    total = sum(ledger.device_ns.values())
+    if total <= 0:
+        return None
+    return sum(ns for name, ns in ledger.device_ns.items() if name in ledger.own_kernels) / total
 
 
 def outside_kernel_hits(ledger: Ledger, rules: AccountingRules, calls: int) -> list[str]:
@@ -187,6 +204,10 @@ def outside_kernel_hits(ledger: Ledger, rules: AccountingRules, calls: int) -> l
         elif matches(op, SCALAR_READ_OPS) and count > SCALAR_READS_PER_CALL * max(1, calls):
             reasons.append(f"the submission read {count} scalars off the device in {max(1, calls)} call(s) "
                            f"(at most {SCALAR_READS_PER_CALL} per call: a launch configuration, not elements)")
+    share = own_kernel_share(ledger)
+    if share is not None and share < rules.min_kernel_share:
+        reasons.append(f"the package's own kernels took {share:.0%} of the GPU time of the audited call (at least "
+                       f"{rules.min_kernel_share:.0%} in this exercise): the rest ran in library kernels")
     return reasons
 
 

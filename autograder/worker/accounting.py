@@ -59,25 +59,26 @@ class _Session:
         self._prof._prepare_trace()
         self._prof._start_trace()
 
-    def stop(self) -> tuple[Counter, Counter, Counter] | None:
+    def stop(self) -> tuple[Counter, Counter, Counter, Counter] | None:
         """(host op names, device kernel names, dispatcher ops outside the package's kernel
-        launches), or None when someone else ended the session."""
+        launches, device nanoseconds per kernel name), or None when someone else ended the session."""
         if not self._torch.autograd._profiler_enabled():
             return None
         results = self._torch.autograd._disable_profiler()  # raw events: no FunctionEvent tree to build
-        host, device, ops = Counter(), Counter(), []
+        host, device, device_ns, ops = Counter(), Counter(), Counter(), []
         spans: dict[int, list[tuple[int, int]]] = defaultdict(list)
         for event in results.events():
             name = event.name()
             if event.device_type() != self._torch.autograd.DeviceType.CPU:
                 device[name] += 1
+                device_ns[name] += max(0, event.duration_ns())
                 continue
             host[name] += 1
             if name == KERNEL_SCOPE:
                 spans[event.start_thread_id()].append((event.start_ns(), event.start_ns() + event.duration_ns()))
             elif DISPATCHER_OP.match(name) and not name.startswith("autograder::"):
                 ops.append((name, event.start_thread_id(), event.start_ns()))
-        return host, device, _outside(ops, spans)
+        return host, device, _outside(ops, spans), device_ns
 
 
 def _outside(ops: list[tuple[str, int, int]], spans: dict[int, list[tuple[int, int]]]) -> Counter:
@@ -145,6 +146,7 @@ class Accountant:
         self.ledger.device_kernels.update(names[1])
         if self.rules.compute_in_kernels:
             self.ledger.outside_ops.update(names[2])
+            self.ledger.device_ns.update(names[3])
 
     @contextmanager
     def paused(self) -> Iterator[None]:

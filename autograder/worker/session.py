@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from autograder.protocol.rules import AccountingRules
+from autograder.protocol.rules import AccountingRules, own_kernel_share
 from autograder.worker import accounting, forbid, timer
 
 CALL_MARKER = "autograder::call"  # a zero-length profiler range put down at every call the judge makes
@@ -79,14 +79,17 @@ class TestSession:
             pause, self._pause = self._pause, None
             pause.__exit__(None, None, None)
 
-    def audit(self, fn: Callable[[], object], device: Any) -> tuple[object, list[str]]:
-        """One more call with everything recorded: (its output, forbidden hits so far)."""
+    def audit(self, fn: Callable[[], object], device: Any) -> tuple[object, list[str], float | None]:
+        """One more call with everything recorded: (its output, forbidden hits so far, the share
+        of the audited GPU time in the package's own kernels in a kernel exercise, else None).
+        The judge shows the last two; it decides from the ledger at the end of the test."""
         self.resume()
         out: list[object] = []
         if self.accountant is None:
-            return fn(), []
+            return fn(), [], None
         self.accountant.audit(lambda: out.append(fn()), cuda=timer.cuda_device(device) is not None)
-        return (out[0] if out else None), self.accountant.forbidden_hits()
+        share = own_kernel_share(self.accountant.export()) if self._rules.compute_in_kernels else None
+        return (out[0] if out else None), self.accountant.forbidden_hits(), share
 
     def _quiet(self) -> Any:
         from contextlib import nullcontext
