@@ -206,6 +206,16 @@ def copy_then_exp(x):
 def read_every_element(x):
     copy(x)
     return [float(v) for v in x]
+
+
+def sum_in_numpy(x):
+    copy(x)
+    return float(x.numpy().sum())
+
+
+def sum_on_host(x):
+    copy(x)
+    return x.cpu().sum()
 """
 
 ALLOWLIST_CHILD = r"""
@@ -213,14 +223,18 @@ import json, sys, torch
 from autograder.worker.accounting import Accountant
 from autograder.spec import AccountingRules
 sys.path.insert(0, sys.argv[1])
-from kpkg.kern import copy, copy_then_exp, read_every_element
+from kpkg.kern import copy, copy_then_exp, read_every_element, sum_in_numpy, sum_on_host
 
 rules = AccountingRules(require_kernels=("kpkg",), compute_in_kernels=True)
 x = torch.arange(8.0)
 out = {}
-for case, body in {"kernel_only": lambda: copy(x.reshape(2, 4).reshape(-1).contiguous()),
+cases = {"kernel_only": lambda: copy(x.reshape(2, 4).reshape(-1).contiguous()),
                    "exp_beside_kernel": lambda: copy_then_exp(x),
-                   "scalars": lambda: read_every_element(torch.arange(64.0))}.items():
+                   "scalars": lambda: read_every_element(torch.arange(64.0)),
+                   "numpy": lambda: sum_in_numpy(x)}
+if sys.argv[2:] == ["cuda"]:
+    cases = {"cpu_side_door": lambda: sum_on_host(x.cuda())}
+for case, body in cases.items():
     acct = Accountant(rules, "kpkg", rules.require_kernels)
     acct.begin()
     body()
@@ -246,6 +260,20 @@ def test_a_kernel_exercise_may_only_allocate_view_copy_and_cast_outside_its_kern
     assert "aten::exp" in out["exp_beside_kernel"] and f"kpkg/kern.py:{exp_line}" in out["exp_beside_kernel"]
     assert "outside its own Triton kernels" in out["exp_beside_kernel"]
     assert "read 64 scalars" in out["scalars"]
+    assert "a tensor left torch" in out["numpy"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_kernel_exercise_moving_a_gpu_tensor_to_the_host_fails(tmp_path):
+    (tmp_path / "kpkg").mkdir()
+    (tmp_path / "kpkg" / "__init__.py").write_text("")
+    (tmp_path / "kpkg" / "kern.py").write_text(KERNEL_MODULE)
+    run = subprocess.run([sys.executable, "-c", ALLOWLIST_CHILD, str(tmp_path), "cuda"], capture_output=True,
+                         text=True, timeout=300, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+    assert run.returncode == 0, run.stderr[-2000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    line = KERNEL_MODULE.splitlines().index("    return x.cpu().sum()") + 1
+    assert "moved a GPU tensor to the host" in out["cpu_side_door"] and f"kpkg/kern.py:{line}" in out["cpu_side_door"]
 
 
 def test_widening_the_allowlist_needs_a_reason():

@@ -34,12 +34,14 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from autograder.protocol.rules import DISPATCHER_OP, AccountingRules, Ledger, forbidden_hits, verdict, within
 from autograder.worker.launches import KERNEL_SCOPE, install_launch_hook, own_kernel_names
 from autograder.worker.sites import Sites, short_name
 
 MAX_SITES = 256
+LEAVING_DEVICE = frozenset({"cpu", "numpy", "tolist"})
 _current: Accountant | None = None
 
 
@@ -192,18 +194,31 @@ class Accountant:
         scoped so that the ops inside it belong to the kernel."""
         return self.rules.compute_in_kernels and self.recording and within(module, self.package)
 
-    def note_site(self, name: str) -> None:
-        """Where in the package the torch function `name` was first called."""
-        key = short_name(name)
-        if key in self.ledger.sites or len(self.ledger.sites) >= MAX_SITES or self.in_launch or not self.recording:
+    def note_site(self, name: str, args: tuple = (), kwargs: dict | None = None) -> None:
+        """Where in the package the torch function `name` was first called; and, in a kernel
+        exercise, a device tensor the package moves to the host (`.cpu()`, `.numpy()`,
+        `.tolist()`, `.to("cpu")`: the side door around the kernels on CUDA)."""
+        if self.in_launch or not self.recording:
             return
-        frame = sys._getframe(2)
+        key = short_name(name)
+        leaves = key in LEAVING_DEVICE or (key == "to" and _to_host(args, kwargs or {}))
+        leaves = leaves and bool(args) and getattr(args[0], "is_cuda", False)
+        if (key in self.ledger.sites or len(self.ledger.sites) >= MAX_SITES) and not leaves:
+            return
+        site = self._package_site(sys._getframe(2))
+        if site and key not in self.ledger.sites and len(self.ledger.sites) < MAX_SITES:
+            self.ledger.sites[key] = site
+        if site and leaves:
+            self.ledger.problems.append(f"the submission moved a GPU tensor to the host ({name} at {site}): in a "
+                                        "kernel exercise the computing stays in the package's kernels")
+
+    def _package_site(self, frame: Any) -> str:
         while frame is not None:
             module = frame.f_globals.get("__name__", "")
             if within(module, self.package):
-                self.ledger.sites[key] = f"{module.replace('.', '/')}.py:{frame.f_lineno}"
-                return
+                return f"{module.replace('.', '/')}.py:{frame.f_lineno}"
             frame = frame.f_back
+        return ""
 
     # ---- verdict ---------------------------------------------------------------------------
     def export(self) -> Ledger:
@@ -217,6 +232,14 @@ class Accountant:
 
     def verdict(self) -> str:
         return verdict(self.export(), self.rules, self.required)
+
+
+def _to_host(args: tuple, kwargs: dict) -> bool:
+    """Whether a `Tensor.to(...)` call names the CPU as its target device."""
+    for value in (*args[1:2], kwargs.get("device")):
+        if str(value).startswith("cpu"):
+            return True
+    return False
 
 
 def called_from_package(package: str) -> str:

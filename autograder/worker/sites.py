@@ -32,7 +32,7 @@ class Sites:
 
         class Mode(TorchFunctionMode):
             def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-                accountant.note_site(getattr(func, "__name__", ""))
+                accountant.note_site(getattr(func, "__name__", ""), args, kwargs)
                 return func(*args, **(kwargs or {}))
 
         sites = Sites()
