@@ -19,7 +19,7 @@ from autograder.probe import IMPORT_TIMEOUT_S, ImportProbe, hang_reason, probe_a
 from autograder.repo import Course
 from autograder.results import ERROR, FAILED, AssignmentResult, ExpectedTest, TestResult
 from autograder.sandbox import Backend, RunRequest, select_backend
-from autograder.scan import scan_package
+from autograder.scan import array_library_imports, scan_package
 from autograder.score import score_all
 from autograder.spec import AssignmentSpec
 from autograder.stage import (
@@ -202,19 +202,39 @@ def grade_assignment(
             result.notes.append("flagged for an instructor's review (reaches into the grader, not graded on):\n  "
                                 + "\n  ".join(flagged[:20]))
         job = _Job(backend, spec, course, root, master_dir, package.files, expected, tag, threads)
-        probe = _probe(job, import_timeout_s)
-        if probe.hung:
-            result.notes.insert(0, hang_reason(import_timeout_s))
-            result.tests = [TestResult(t, FAILED, hang_reason(import_timeout_s)) for t in expected if t.file in files]
+        if refused := _refused(spec, package.files, base):
+            result.notes.insert(0, refused)
+            result.tests = [TestResult(t, FAILED, refused) for t in expected if t.file in files]
         else:
-            if probe.error:
-                result.notes.insert(0, f"the package does not import: {probe.error}")
-            _grade_files(replace(job, import_error=probe.error), files, workers, result, progress)
+            _probe_and_grade(job, files, workers, result, progress, import_timeout_s)
     finally:
         cleanup(root)
     score_all(result.tests, spec, tag)
     result.wall_s = time.monotonic() - start
     return result
+
+
+def _refused(spec: AssignmentSpec, files: dict[Path, bytes], base: dict[Path, bytes]) -> str:
+    """Why the package is not graded at all ("" when it is): a kernel exercise computes in its
+    kernels, not in an array library beside them."""
+    arrays = array_library_imports(files, base) if spec.accounting.compute_in_kernels else []
+    if not arrays:
+        return ""
+    return ("not graded: in this kernel exercise the package may not import an array library that computes "
+            "outside torch: " + "; ".join(arrays[:5]))
+
+
+def _probe_and_grade(job: _Job, files: list[str], workers: int, result: AssignmentResult,
+                     progress: Progress | None, timeout_s: float) -> None:
+    """Import the package once; grade the files unless the import hung."""
+    probe = _probe(job, timeout_s)
+    if probe.hung:
+        result.notes.insert(0, hang_reason(timeout_s))
+        result.tests = [TestResult(t, FAILED, hang_reason(timeout_s)) for t in job.expected if t.file in files]
+        return
+    if probe.error:
+        result.notes.insert(0, f"the package does not import: {probe.error}")
+    _grade_files(replace(job, import_error=probe.error), files, workers, result, progress)
 
 
 def _probe(job: _Job, timeout_s: float) -> ImportProbe:

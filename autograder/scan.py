@@ -4,7 +4,9 @@ The worker runs the student's package beside the op accounting and the course ti
 therefore tamper with; the judge bounds what that buys (values re-checked, times bracketed by its
 own clock, a ledger that must be complete), and this scan adds a human in the loop: references to
 grader or test-framework internals, profiler switches, frame and garbage-collector walking and
-`ctypes` are listed for an instructor's review in the report. Nothing here changes a score.
+`ctypes` are listed for an instructor's review in the report. Nothing here changes a score, except
+in a kernel exercise: a package that imports an array library that computes outside torch
+(`ARRAY_LIBRARIES`) is not graded (`array_library_imports`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ FLAGGED_MODULES = {
     "torch.profiler": "uses the profiler the op accounting runs on",
     "torch.autograd.profiler": "uses the profiler the op accounting runs on",
 }
+ARRAY_LIBRARIES = ("numpy", "cupy", "jax", "scipy", "numba", "tensorflow", "mlx", "pandas")
 FLAGGED_ATTRIBUTES = {
     "_getframe": "walks the call stack", "f_back": "walks the call stack", "f_globals": "reads a frame's globals",
     "f_locals": "reads a frame's locals", "settrace": "installs a trace function",
@@ -32,7 +35,22 @@ FLAGGED_ATTRIBUTES = {
 }
 
 
-def scan_source(name: str, source: str) -> list[str]:
+def _imported(node: ast.AST) -> list[str]:
+    """The modules an import statement, `__import__("m")` or `import_module("m")` names."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+    if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+            and isinstance(node.args[0].value, str):
+        called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if called in ("__import__", "import_module"):
+            return [node.args[0].value]
+    return []
+
+
+def scan_source(name: str, source: str, flagged_modules: dict[str, str] | None = None,
+                attributes: bool = True) -> list[str]:
     """'file:line: what' for each flagged construct in one file (a file that does not parse: none)."""
     try:
         tree = ast.parse(source)
@@ -40,22 +58,24 @@ def scan_source(name: str, source: str) -> list[str]:
         return []
     found = []
     for node in ast.walk(tree):
-        modules: list[str] = []
-        if isinstance(node, ast.Import):
-            modules = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            modules = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-        for module in modules:
-            for flagged, why in FLAGGED_MODULES.items():
+        for module in _imported(node):
+            for flagged, why in (flagged_modules or FLAGGED_MODULES).items():
                 if module == flagged or module.startswith(flagged + "."):
                     found.append(f"{name}:{node.lineno}: {why} ({module})")
                     break
-        if isinstance(node, ast.Attribute) and node.attr in FLAGGED_ATTRIBUTES:
+        if attributes and isinstance(node, ast.Attribute) and node.attr in FLAGGED_ATTRIBUTES:
             found.append(f"{name}:{node.lineno}: {FLAGGED_ATTRIBUTES[node.attr]} (.{node.attr})")
     return sorted(set(found), key=lambda s: (s.split(":")[0], int(s.split(":")[1])))
 
 
-def scan_package(files: dict[Path, bytes], given: dict[Path, bytes]) -> list[str]:
+def array_library_imports(files: dict[Path, bytes], given: dict[Path, bytes]) -> list[str]:
+    """'file:line: imports numpy (numpy)' for each array library the submission's package imports."""
+    libraries = {name: f"imports {name}" for name in ARRAY_LIBRARIES}
+    return scan_package(files, given, libraries, attributes=False)
+
+
+def scan_package(files: dict[Path, bytes], given: dict[Path, bytes], flagged_modules: dict[str, str] | None = None,
+                 attributes: bool = True) -> list[str]:
     """Findings over the submission's package files (relative path -> bytes), leaving out lines the
     course itself gave (`given`: the generated stub and given code)."""
     found = []
@@ -64,7 +84,7 @@ def scan_package(files: dict[Path, bytes], given: dict[Path, bytes]) -> list[str
             continue
         lines = data.decode(errors="replace").splitlines()
         given_lines = set(given.get(rel, b"").decode(errors="replace").splitlines())
-        for finding in scan_source(str(rel), "\n".join(lines)):
+        for finding in scan_source(str(rel), "\n".join(lines), flagged_modules, attributes):
             lineno = int(finding.split(":")[1])
             if lines[lineno - 1] not in given_lines:
                 found.append(finding)

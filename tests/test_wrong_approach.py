@@ -83,6 +83,14 @@ def test_a_submission_without_kernels_earns_nothing(case, aid, tmp_path):
             assert any(r in t.reason for r in ACCOUNTING_REASONS), f"{t.test.nodeid}: {t.reason!r}"
 
 
+def test_a_kernel_exercise_importing_an_array_library_is_not_graded(tmp_path):
+    """numpy on the host computes without a torch op to account: the import alone refuses the package."""
+    sub = _submission(tmp_path, "s04_kernels", "s04_numpy", "reference")
+    result, graded = _grade(sub, "s04_kernels", accounting=True)
+    assert result.score == 0 and all("may not import an array library" in t.reason for t in graded)
+    assert "tritonkernels/softmax.py:3: imports numpy" in graded[0].reason
+
+
 def test_paged_attention_by_sdpa_earns_nothing_over_the_stub(tmp_path):
     """The stub with only the attention tasks done: store_kvcache (written honestly) keeps its
     point, the paged-attention tests that SDPA would pass earn nothing."""
