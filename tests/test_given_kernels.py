@@ -121,3 +121,42 @@ print(json.dumps({"max_err": (whole - grouped).abs().max().item(), "shape": list
 """
     out = _child(code)
     assert out["shape"] == [48, 4, 8] and out["max_err"] <= 1e-6
+
+
+ALLOWLIST = r"""
+import json, torch
+from autograder.spec import AccountingRules
+from autograder.worker.accounting import Accountant
+from minivllm.fused_triton import rms_norm, rope, silu_mul
+from minivllm.paged_decode_triton import paged_decode
+
+torch.manual_seed(0)
+rules = AccountingRules(require_kernels=("minivllm",), compute_in_kernels=True)
+x, r, w = torch.randn(5, 96), torch.randn(5, 96), torch.randn(96)
+q = torch.randn(7, 6, 32)
+cos, sin = torch.randn(7, 1, 32), torch.randn(7, 1, 32)
+k_cache, v_cache = torch.randn(2, 9, 4, 2, 32).unbind(0)
+tables, lens = torch.tensor([[3, 1, 0], [2, 5, 8]], dtype=torch.int32), torch.tensor([9, 12], dtype=torch.int32)
+q_decode = torch.randn(2, 6, 32)
+calls = {"add_rms_norm": lambda: rms_norm(x, w, 1e-6, r), "rms_norm": lambda: rms_norm(x, w, 1e-6),
+         "rope": lambda: rope(q, cos, sin), "silu_mul": lambda: silu_mul(x, r),
+         "paged_decode": lambda: paged_decode(q_decode, k_cache, v_cache, tables, lens, 32 ** -0.5)}
+out = {}
+for name, call in calls.items():
+    acct = Accountant(rules, "minivllm", rules.require_kernels)
+    acct.begin()
+    call()
+    out[name] = acct.end()
+print(json.dumps(out))
+"""
+
+
+def test_the_given_kernels_compute_only_in_their_kernels():
+    """Under the allowlist of a kernel exercise (autograder/protocol/rules.py), each given kernel's
+    entry point runs nothing but its own launches, allocation, views, copies and casts."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(P1), str(find_root())])}
+    proc = subprocess.run([sys.executable, "-c", ALLOWLIST], cwd=P1, env={**env, "TRITON_INTERPRET": "1"},
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    verdicts = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert verdicts == dict.fromkeys(("add_rms_norm", "rms_norm", "rope", "silu_mul", "paged_decode"), ""), verdicts
