@@ -82,6 +82,19 @@ def test_a_workload_exactly_at_the_ridge_is_compute_bound():
 
 
 @pytest.mark.points(1)
+def test_a_zero_flop_copy_is_memory_bound_and_timed_by_its_bytes():
+    # A pure copy of 1 GiB: read once + written once, no arithmetic. Intensity 0 sits below every
+    # ridge point, and the only roof that can bound its time is the memory roof.
+    copy = Workload(flops=0.0, bytes=2 * 2**30)
+    for device, dtype in ((H200, "bf16"), (H100_SXM, "fp8")):
+        p = analyze(copy, device, dtype)
+        assert p.intensity == 0.0
+        assert p.attainable_flops == 0.0
+        assert p.bound == "memory"
+        assert p.min_time_s == pytest.approx(2 * 2**30 / device.mem_bw, rel=1e-12)  # H200: 447 us
+
+
+@pytest.mark.points(1)
 def test_attainable_flops_rejects_negative_intensity():
     assert attainable_flops(H200, "bf16", 0.0) == 0.0
     with pytest.raises(ValueError):

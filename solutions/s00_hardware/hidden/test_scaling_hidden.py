@@ -84,3 +84,52 @@ def test_quantize_rejects_bad_inputs():
         quantize_per_block(torch.ones(2, 10), 4)  # 10 is not a multiple of 4
     with pytest.raises(ValueError):
         quantize_per_tensor(torch.tensor([1.0, float("inf")]))
+
+
+def e4m3_midpoints() -> torch.Tensor:
+    """The 126 midpoints between consecutive non-negative e4m3 values (0 .. 448), as float32."""
+    values = torch.arange(0, 0x7F, dtype=torch.uint8).view(torch.float8_e4m3fn).float()  # torch's decode
+    return (values[:-1] + values[1:]) / 2
+
+
+def near_midpoints(amax: float) -> torch.Tensor:
+    """128 float32 values of amax 448 * scale whose quotients x / scale land on or within a float32
+    ulp of e4m3 rounding midpoints (x = midpoint * scale, rounded), positive and negative."""
+    amax_t = torch.tensor(amax, dtype=torch.float32)
+    mids = e4m3_midpoints() * (amax_t / 448.0)  # (126,)
+    return torch.cat([amax_t[None], mids[::2], -mids[1::2], torch.zeros(1)])  # (128,)
+
+
+# amax values (random, and two tiny ones) whose scales amax / 448 have inexact reciprocals: for some
+# midpoints, x * (1 / scale) is rounded twice and lands on the other side of the midpoint than the
+# correctly rounded x / scale (the tests check that such inputs are present).
+_AMAX_GEN = torch.Generator().manual_seed(0)
+MIDPOINT_AMAXES = [1 + 1000 * u for u in torch.rand(6, generator=_AMAX_GEN).tolist()] + [3.0517578125e-05, 1.7e-3]
+
+
+@pytest.mark.points(1)
+def test_per_tensor_values_at_rounding_midpoints_are_divided_by_the_scale(torch_ref):
+    # Oracle: torch's e4m3fn cast of x / scale, the division correctly rounded in float32.
+    reciprocal_differs = 0
+    for amax in MIDPOINT_AMAXES:
+        x = near_midpoints(amax)
+        scale = x.abs().amax() / 448.0
+        q = quantize_per_tensor(x, FP8_E4M3)
+        assert torch.equal(q.scale, scale)
+        expected = torch_ref.to_bits(x / scale, FP8_E4M3)
+        assert torch.equal(q.bits, expected), f"amax {amax}: {int((q.bits != expected).sum())} values differ"
+        reciprocal_differs += int((torch_ref.to_bits(x * (1 / scale), FP8_E4M3) != expected).sum())
+    assert reciprocal_differs > 0, "test setup: no input separates x / scale from x * (1 / scale)"
+
+
+@pytest.mark.points(1)
+def test_per_block_values_at_rounding_midpoints_are_divided_by_the_scale(torch_ref):
+    x = torch.stack([near_midpoints(amax) for amax in MIDPOINT_AMAXES]).reshape(2, 512)  # 4 blocks a row
+    q = quantize_per_block(x, 128, FP8_E4M3)
+    blocks = x.reshape(2, 4, 128)
+    scale = blocks.abs().amax(dim=-1, keepdim=True) / 448.0  # (2, 4, 1)
+    assert torch.equal(q.scale, scale.squeeze(-1))
+    expected = torch_ref.to_bits(blocks / scale, FP8_E4M3)
+    bits = q.bits.reshape(2, 4, 128)
+    assert torch.equal(bits, expected), f"{int((bits != expected).sum())} values differ"
+    assert (torch_ref.to_bits(blocks * (1 / scale), FP8_E4M3) != expected).any(), "test setup: no separating input"

@@ -1,6 +1,7 @@
 """Hidden: statistics edge cases, warm-up excluded, the FLOP/byte counts of the ceilings, and (GPU)
 a physics check on the measured copy bandwidth."""
 
+import random
 import statistics
 import time
 
@@ -27,6 +28,35 @@ def test_median_resists_one_outlier_unlike_mean():
     assert s.median_s == pytest.approx(0.001, rel=1e-12)
     assert s.mean_s == pytest.approx(statistics.mean(times), rel=1e-12)
     assert s.stdev_s == pytest.approx(statistics.stdev(times), rel=1e-9)
+
+
+IDENTICAL = [(0.1, 10), (1e-3, 20), (2.5e-4, 50), (7e-3, 100), (1e6 + 0.1, 7)]  # (value, reps)
+
+
+@pytest.mark.points(1)
+def test_identical_timings_have_zero_spread():
+    # statistics.stdev gives exactly 0. A two-pass sum of squared deviations from the mean leaves at
+    # most the rounding of the mean (~1e-16 relative); E[x^2] - E[x]^2 cancels catastrophically and
+    # leaves ~1e-8 relative, or a negative variance (whose square root does not exist).
+    for value, reps in IDENTICAL:
+        s = summarize([value] * reps)
+        assert statistics.stdev([value] * reps) == 0.0
+        assert 0.0 <= s.stdev_s <= 1e-12 * value, f"{reps} x {value}: stdev {s.stdev_s!r}"
+        assert s.mean_s == pytest.approx(value, rel=1e-12)
+        assert s.median_s == s.min_s == s.max_s == s.p10_s == s.p90_s == value
+
+
+@pytest.mark.points(1)
+def test_spread_of_timings_with_a_large_offset_matches_statistics():
+    # Small differences on top of a large common value: the spread must come from the differences.
+    # Oracles: statistics.stdev (exact rational arithmetic on the same doubles) and numpy's two-pass.
+    gen = random.Random(11)
+    for offset, noise in [(1e6, 1e-3), (1e3, 1e-6)]:
+        times = [offset + gen.uniform(0.0, noise) for _ in range(25)]
+        s = summarize(times)
+        assert s.stdev_s == pytest.approx(statistics.stdev(times), rel=1e-6), f"offset {offset}, noise {noise}"
+        assert s.stdev_s == pytest.approx(float(np.std(times, ddof=1)), rel=1e-6)
+        assert s.mean_s == pytest.approx(statistics.mean(times), rel=1e-12)
 
 
 @pytest.mark.points(1)

@@ -133,6 +133,34 @@ def test_generate_stops_at_eos_and_pads_like_hf(make_hf_llama, hf_greedy):
 
 
 @pytest.mark.points(2)
+def test_generate_stops_a_row_at_eos_id_zero(make_hf_llama, hf_greedy):
+    # The course model's EOS is token 0: an id like any other, not "no EOS".
+    hf, folder = make_hf_llama(seed=85)
+    ids = random_ids(2, 5, seed=85)
+    free = hf_greedy(hf, ids, 12)[:, 5:].tolist()
+    step = next(i for i, tok in enumerate(free[0]) if i >= 2 and tok not in free[0][:i])
+    # Relabel the vocabulary so that row 0's token at `step` becomes id 0: swap the embedding and
+    # output rows of ids 0 and t, and the prompt ids with them (the model is otherwise unchanged).
+    t = free[0][step]
+    perm = torch.arange(128)
+    perm[0], perm[t] = t, 0
+    with torch.no_grad(), oracle():
+        hf.model.embed_tokens.weight.copy_(hf.model.embed_tokens.weight[perm])
+        if hf.lm_head.weight.data_ptr() != hf.model.embed_tokens.weight.data_ptr():  # untied (TINY)
+            hf.lm_head.weight.copy_(hf.lm_head.weight[perm])
+        hf.save_pretrained(folder)
+    model, ids = load_model(folder), perm[ids]
+    # Exact: row 0 is the relabelled free run up to its EOS at `step`, then padding (the EOS id 0).
+    row0 = perm[torch.tensor(free[0][: step + 1])].tolist() + [0] * (11 - step)
+    for batch in (ids, ids[:1]):
+        out = generate(model, batch, max_new_tokens=12, eos_token_id=0)  # pad defaults to the EOS id
+        expected = hf_greedy(hf, batch, 12, eos_token_id=0, pad_token_id=0)
+        assert out.tolist() == expected.tolist(), f"batch of {len(batch)}"
+        assert out[0, 5:].tolist() == row0[: out.shape[1] - 5], f"batch of {len(batch)}"
+    assert out.shape == (1, 5 + step + 1), "a batch whose every row has finished stops early"
+
+
+@pytest.mark.points(2)
 def test_huge_logits_stay_exact_and_sampleable(make_hf_llama, hf_logits):
     hf, folder = make_hf_llama(seed=90)
     with torch.no_grad(), oracle():

@@ -81,6 +81,30 @@ def test_filters_match_hf_logits_processors():
 
 
 @pytest.mark.points(1)
+@pytest.mark.parametrize("penalty", [0.5, 0.8])
+def test_repetition_penalty_below_one_boosts_seen_tokens_like_hf(penalty):
+    # Only 1 is "off": below 1 the same rule multiplies positive seen logits up and divides
+    # negative ones toward 0. Every step of the pipeline must apply it.
+    gen = torch.Generator().manual_seed(12)
+    logits = torch.randn(3, 40, generator=gen) * 2
+    prev = torch.randint(0, 40, (3, 10), generator=gen)
+    with oracle():
+        from transformers.generation import logits_process as lp
+
+        expected = lp.RepetitionPenaltyLogitsProcessor(penalty)(prev, logits.clone())
+    assert not torch.equal(expected, logits)
+    # fp32 elementwise: one multiply or divide per logit, atol = rtol = 1e-6.
+    torch.testing.assert_close(apply_repetition_penalty(logits, prev, penalty), expected, atol=1e-6, rtol=1e-6)
+    greedy = SamplingParams(temperature=0.0, repetition_penalty=penalty)
+    torch.testing.assert_close(process_logits(logits, greedy, prev), expected, atol=1e-6, rtol=1e-6)
+    warm = SamplingParams(temperature=0.7, repetition_penalty=penalty)
+    torch.testing.assert_close(process_logits(logits, warm, prev), expected / 0.7, atol=1e-6, rtol=1e-6)
+    top = expected.argmax(-1)
+    assert not torch.equal(top, logits.argmax(-1)), "test setup: the boost must change some row's argmax"
+    assert torch.equal(sample(logits, greedy, prev_tokens=prev), top)
+
+
+@pytest.mark.points(1)
 def test_repetition_penalty_counts_each_token_once(exact):
     logits = torch.tensor([[2.0, -1.0, 0.5, 3.0, -2.0]])
     prev = torch.tensor([[3, 3, 3, 1, 1, 0]])
@@ -182,3 +206,14 @@ def test_greedy_repetition_penalty_counts_the_prompt_like_hf(make_hf_llama, hf_l
     ours = generate(model, ids, max_new_tokens=8, sampling=SamplingParams(temperature=0.0, repetition_penalty=2.0))
     assert ours.tolist() == expected.tolist()
     assert ours[0, 16] != top, "the prompt's tokens must be penalized from the first step"
+
+
+@pytest.mark.points(1)
+def test_greedy_generate_with_a_penalty_below_one_matches_hf(make_hf_llama, hf_greedy):
+    hf, folder = make_hf_llama(seed=13)
+    model = load_model(folder)
+    ids = torch.randint(0, 128, (2, 8), generator=torch.Generator().manual_seed(13))
+    expected = hf_greedy(hf, ids, 10, repetition_penalty=0.5)
+    ours = generate(model, ids, max_new_tokens=10, sampling=SamplingParams(temperature=0.0, repetition_penalty=0.5))
+    assert ours.tolist() == expected.tolist()
+    assert expected.tolist() != hf_greedy(hf, ids, 10).tolist(), "test setup: the penalty must change the output"
