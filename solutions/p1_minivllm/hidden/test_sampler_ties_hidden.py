@@ -1,0 +1,84 @@
+"""Top-k with ties at the k-th value: every token whose logit equals the k-th largest is kept, so
+more than k tokens may remain. Oracle: the kept set and its softmax computed here, exactly, from
+the logits as Python floats (no sort: a token is kept iff fewer than k logits exceed it)."""
+
+import math
+
+import pytest
+import torch
+from autograder.testing import in_worker
+
+from minivllm import SamplingParams, sample, sampling_probs
+
+
+def kept_by_top_k(row: list[float], k: int) -> set[int]:
+    """Tokens with fewer than k strictly larger logits: exactly those >= the k-th largest value."""
+    if k < 1 or k >= len(row):
+        return set(range(len(row)))
+    return {i for i, z in enumerate(row) if sum(1 for y in row if y > z) < k}
+
+
+def top_k_oracle(row: list[float], temperature: float, k: int) -> list[float]:
+    """Exact top-k distribution (top_p = 1): softmax of logit / temperature over the kept set."""
+    z = [x / temperature for x in row]
+    keep = kept_by_top_k(z, k)
+    top = max(z[i] for i in keep)
+    weights = [math.exp(z[i] - top) if i in keep else 0.0 for i in range(len(z))]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+# (logits, temperature, top_k): each row ties at its k-th value except the control row
+TIED_ROWS = [
+    ([3.0, 2.0, 1.0, 1.0, 1.0, 0.5, -1.0, 1.0], 1.0, 3),  # k-th = 1.0, held by 4 tokens: 6 kept
+    ([3.0, 2.0, 1.0, 1.0, 1.0, 0.5, -1.0, 1.0], 1.0, 2),  # control: no tie at the k-th value
+    ([0.25] * 8, 1.0, 1),  # all tied: top-1 keeps them all (uniform)
+    ([1.5, 1.5, 1.5, 1.5, 1.5, 0.0, 2.0, -0.5], 0.5, 4),  # temperature keeps the tie: 6 kept
+    ([-2.0, 4.0, -2.0, 4.0, -2.0, 4.0, -2.0, -3.0], 1.3, 2),  # three tied maxima, k = 2
+]
+
+
+@pytest.mark.points(2)
+def test_top_k_keeps_every_token_tied_with_the_kth_value():
+    logits = torch.tensor([row for row, _, _ in TIED_ROWS])
+    params = [SamplingParams(temperature=t, top_k=k) for _, t, k in TIED_ROWS]
+    probs = sampling_probs(logits, params)
+    assert probs.shape == logits.shape
+    for r, (row, t, k) in enumerate(TIED_ROWS):
+        expected = torch.tensor(top_k_oracle(row, t, k))
+        support = {i for i, p in enumerate(probs[r].tolist()) if p > 0}
+        assert support == kept_by_top_k([x / t for x in row], k), f"row {r}: kept {sorted(support)}"
+        torch.testing.assert_close(probs[r], expected, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.points(1)
+def test_top_k_ties_on_quantised_logits_match_the_exact_distribution():
+    g = torch.Generator().manual_seed(31)
+    logits = torch.randint(-4, 5, (6, 48), generator=g).float() * 0.5  # 17 values over 48 tokens
+    ks = [1, 3, 5, 8, 13, 30]
+    params = [SamplingParams(temperature=0.8, top_k=k) for k in ks]
+    probs = sampling_probs(logits, params)
+    for r, k in enumerate(ks):
+        row = logits[r].tolist()
+        assert len(kept_by_top_k(row, k)) > k, "each row is drawn to tie at its k-th value"
+        torch.testing.assert_close(probs[r], torch.tensor(top_k_oracle(row, 0.8, k)), atol=1e-6, rtol=1e-5)
+
+
+@in_worker
+def tied_draws(logits, n, seed, **params):
+    """In the worker: `sample` of n copies of one row, all drawing from one generator (a generator
+    crosses by state, so the shared one is built here)."""
+    gen = torch.Generator().manual_seed(seed)
+    return sample(logits.expand(n, logits.shape[-1]), [SamplingParams(**params)] * n, [gen] * n)
+
+
+@pytest.mark.points(1)
+def test_sampling_draws_every_tied_token():
+    row = [2.0, 1.0, 1.0, 1.0, 0.0, -1.0]  # top_k = 2: the k-th value 1.0 is shared by tokens 1, 2, 3
+    n = 3000
+    tokens = tied_draws(torch.tensor([row]), n, 9, temperature=1.0, top_k=2)
+    expected = torch.tensor(top_k_oracle(row, 1.0, 2))  # 0.475, then 0.175 for each tied token
+    counts = torch.bincount(torch.tensor(tokens), minlength=len(row)).double()
+    assert {i for i, c in enumerate(counts.tolist()) if c > 0} == {0, 1, 2, 3}, counts.tolist()
+    # total variation of 3000 draws over 4 outcomes: about 0.012 expected, 0.05 is > 4 sigma
+    assert 0.5 * (counts / n - expected.double()).abs().sum() < 0.05
