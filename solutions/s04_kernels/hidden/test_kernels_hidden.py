@@ -1,9 +1,13 @@
-"""Edge cases: widths that are not powers of two, long rows, -inf logits, strided inputs, dtypes."""
+"""Edge cases: widths that are not powers of two, long rows, -inf logits, strided inputs, dtypes.
+
+A tensor crosses between the judge and the worker as a contiguous copy: strided views are taken
+in the worker (the `in_worker` functions).
+"""
 
 import pytest
 import torch
 import torch.nn.functional as F
-from autograder.testing import oracle
+from autograder.testing import in_worker, oracle
 
 from tritonkernels import fused_add_rmsnorm, softmax, swiglu
 
@@ -56,13 +60,21 @@ def test_rmsnorm_eps_goes_inside_the_square_root(device):
     torch.testing.assert_close(out, rmsnorm_oracle(x, res, w, 0.5)[0], rtol=1e-5, atol=1e-5)
 
 
+@in_worker
+def rmsnorm_of_strided_views(big, res_t, w):
+    """In the worker (a tensor crosses as a contiguous copy, so views are taken here):
+    x = big[:, :72], rows 80 apart, and residual = res_t.t(), column stride 6."""
+    return fused_add_rmsnorm(big[:, :72], res_t.t(), w, eps=1e-6)
+
+
 @pytest.mark.points(1)
 def test_rmsnorm_accepts_row_strided_and_transposed_inputs(device):
     big = _randn((6, 80), 5, device)
     x = big[:, :72]  # rows 80 apart
-    res = _randn((72, 6), 6, device).t()  # column stride 6
+    res_t = _randn((72, 6), 6, device)
+    res = res_t.t()  # column stride 6
     w = _randn((72,), 7, device) + 1.0
-    out, new_res = fused_add_rmsnorm(x, res, w, eps=1e-6)
+    out, new_res = rmsnorm_of_strided_views(big, res_t, w)
     ref_out, ref_res = rmsnorm_oracle(x, res, w, 1e-6)
     torch.testing.assert_close(new_res, ref_res, rtol=0, atol=0)
     torch.testing.assert_close(out, ref_out, rtol=1e-5, atol=1e-5)
@@ -130,10 +142,17 @@ def test_softmax_half_precision_keeps_dtype(dtype, tol, device):
     torch.testing.assert_close(y, softmax_oracle(x.float(), -1).to(dtype), rtol=tol, atol=tol)
 
 
+@in_worker
+def softmax_of_transpose(base):
+    """In the worker: softmax(base.t()), whose rows are not contiguous."""
+    return softmax(base.t())
+
+
 @pytest.mark.points(1)
 def test_softmax_of_a_transposed_view(device):
-    x = _randn((90, 5), 16, device).t()  # rows are not contiguous
-    torch.testing.assert_close(softmax(x), softmax_oracle(x, -1), rtol=1e-5, atol=1e-6)
+    base = _randn((90, 5), 16, device)
+    torch.testing.assert_close(softmax_of_transpose(base), softmax_oracle(base.t(), -1),
+                               rtol=1e-5, atol=1e-6)
 
 
 # --- SwiGLU ----------------------------------------------------------------------------------
@@ -154,11 +173,19 @@ def test_swiglu_saturates_without_overflow(device):
     torch.testing.assert_close(y, swiglu_oracle(gate, up), rtol=1e-5, atol=1e-6)
 
 
+@in_worker
+def swiglu_of_halves(gate_up):
+    """In the worker: swiglu of the two column halves of gate_up (row-strided views)."""
+    f = gate_up.shape[-1] // 2
+    return swiglu(gate_up[:, :f], gate_up[:, f:])
+
+
 @pytest.mark.points(1)
 def test_swiglu_halves_of_a_fused_gate_up_projection(device):
     gate_up = _randn((6, 2 * 40), 19, device)  # (T, 2F) as a merged projection produces
     gate, up = gate_up[:, :40], gate_up[:, 40:]
-    torch.testing.assert_close(swiglu(gate, up), swiglu_oracle(gate, up), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(swiglu_of_halves(gate_up), swiglu_oracle(gate, up),
+                               rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.points(1)
