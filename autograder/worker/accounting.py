@@ -72,6 +72,8 @@ class _Session:
         for event in results.events():
             name = event.name()
             if event.device_type() != self._torch.autograd.DeviceType.CPU:
+                if event.is_user_annotation():  # a record_function scope's GPU span, not a kernel
+                    continue
                 device[name] += 1
                 device_ns[name] += max(0, event.duration_ns())
                 continue
