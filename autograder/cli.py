@@ -10,11 +10,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from autograder import invariants, report, stubs
-from autograder.errors import GraderError
-from autograder.grade import grade_assignment, test_files
-from autograder.repo import Course, find_root
-from autograder.results import AssignmentResult
+from autograder.authoring import invariants, stubs
+from autograder.host import report
+from autograder.host.errors import GraderError
+from autograder.host.grade import grade_assignment, test_files
+from autograder.host.repo import Course, find_root
+from autograder.host.results import AssignmentResult
 
 console = Console(stderr=False)
 SANDBOXES = click.Choice(["auto", "bwrap", "none", "docker"])
@@ -144,7 +145,7 @@ def check(course: Course, quick: bool, sandbox: str, ids: tuple[str, ...]) -> No
 @click.pass_obj
 def mutants(course: Course, aid: str, sandbox: str, gpu_only: bool) -> None:
     """Grade every broken variant in mutants.toml; each must lose points."""
-    from autograder.mutants import grade_mutants
+    from autograder.authoring.mutants import grade_mutants
 
     outcomes = grade_mutants(course=course, assignment_id=aid, sandbox=sandbox, say=console.print,
                              gpu_only=gpu_only)
@@ -168,7 +169,7 @@ def mutants(course: Course, aid: str, sandbox: str, gpu_only: bool) -> None:
 def calibrate(course: Course, aid: str, repeats: int, pass_factor: float, full_factor: float, write: bool,
               sandbox: str, json_path: str | None) -> None:
     """Measure the reference's perf metrics here and propose (or write) bars for this hardware."""
-    from autograder.calibrate import calibrate as run_calibration
+    from autograder.authoring.calibrate import calibrate as run_calibration
 
     run_calibration(course=course, assignment_id=aid, repeats=repeats, pass_factor=pass_factor,
                     full_factor=full_factor, write=write, sandbox=sandbox, say=console.print,
@@ -179,7 +180,7 @@ def calibrate(course: Course, aid: str, repeats: int, pass_factor: float, full_f
 @click.pass_obj
 def schedule(course: Course) -> None:
     """Validate course/schedule.toml and print the weeks."""
-    from autograder.schedule import load_schedule
+    from autograder.authoring.schedule import load_schedule
 
     plan = load_schedule(course.root / "course" / "schedule.toml", course.ids())
     for week in plan.weeks:
@@ -193,7 +194,7 @@ def schedule(course: Course) -> None:
 @click.pass_obj
 def release(course: Course, week: int, out: str) -> None:
     """Build the student release of weeks 1..N (no solutions, no hidden tests)."""
-    from autograder.release import build_release
+    from autograder.authoring.release import build_release
 
     ids = build_release(course=course, week=week, out=Path(out))
     console.print(f"released {', '.join(ids)} into {out}")

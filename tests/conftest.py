@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course_files import ignore
-from autograder.repo import Course
+from autograder.host.course_files import ignore
+from autograder.host.repo import Course
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""Op and kernel accounting (autograder/accounting.py), in process: every route to a forbidden op is
+"""Op and kernel accounting (autograder/worker/accounting.py), in process: every route to a forbidden op is
 seen, `oracle()` lifts it only for test code, switching the profiler off is tampering, and
 `measure` audits the timed function. Oracle: the op names torch's own profiler reports."""
 
@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from autograder.protocol.rules import matches
-from autograder.spec import AccountingRules, parse_spec
+from autograder.host.spec import AccountingRules, parse_spec
 from autograder.testing import oracle
 from autograder.timing import measure
 from autograder.worker import accounting
@@ -171,7 +171,7 @@ def test_spec_reads_and_validates_the_accounting_table():
 KERNEL_CHILD = r"""
 import json, sys, torch, triton, triton.language as tl
 from autograder.worker.accounting import Accountant
-from autograder.spec import AccountingRules
+from autograder.host.spec import AccountingRules
 sys.path.insert(0, sys.argv[1])
 from kpkg.kern import copy
 
@@ -221,7 +221,7 @@ def sum_on_host(x):
 ALLOWLIST_CHILD = r"""
 import json, sys, torch
 from autograder.worker.accounting import Accountant
-from autograder.spec import AccountingRules
+from autograder.host.spec import AccountingRules
 sys.path.insert(0, sys.argv[1])
 from kpkg.kern import copy, copy_then_exp, read_every_element, sum_in_numpy, sum_on_host
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-import autograder.grade as grade_module
-from autograder.grade import grade_assignment
+import autograder.host.grade as grade_module
+from autograder.host.grade import grade_assignment
 from autograder.sandbox.bwrap import BwrapBackend
 
 HAVE_BWRAP = BwrapBackend().available()[0]

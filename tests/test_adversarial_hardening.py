@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-import autograder.grade as grade_module
-from autograder import report
-from autograder.errors import GraderError
-from autograder.grade import grade_assignment
+import autograder.host.grade as grade_module
+from autograder.host import report
+from autograder.host.errors import GraderError
+from autograder.host.grade import grade_assignment
 from autograder.sandbox.bwrap import BwrapBackend
 
 needs_bwrap = pytest.mark.skipif(not BwrapBackend().available()[0], reason="bwrap unavailable (CI installs it)")

@@ -1,7 +1,7 @@
 import tomllib
 
-from autograder.calibrate import Proposal, propose, set_threshold
-from autograder.spec import parse_spec
+from autograder.authoring.calibrate import Proposal, propose, set_threshold
+from autograder.host.spec import parse_spec
 
 TOML = '''[assignment]
 id = "s00_demo"

@@ -2,8 +2,8 @@ import hashlib
 import hmac
 import json
 
-from autograder.collect import read_reported, reconcile
-from autograder.results import ExpectedTest
+from autograder.host.collect import read_reported, reconcile
+from autograder.host.results import ExpectedTest
 from autograder.sandbox import RunResult
 
 KEY = b"k" * 32

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.invariants import check_reference, check_stub, check_sync
+from autograder.authoring.invariants import check_reference, check_stub, check_sync
 from autograder.hardware import has_cuda
-from autograder.mutants import grade_mutants, load_mutants
-from autograder.repo import Course, find_root
+from autograder.authoring.mutants import grade_mutants, load_mutants
+from autograder.host.repo import Course, find_root
 
 COURSE = Course(find_root())
 IDS = COURSE.ids()

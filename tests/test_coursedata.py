@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import coursedata as cd
-from autograder.course_files import course_files
+from autograder.host.course_files import course_files
 
 # Measured eval-slice figures are in datasets/README.md; these bars leave room for the CPU fp32
 # vs GPU bf16 difference and for the short slice (first 1024 tokens) the test reads.

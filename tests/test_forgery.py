@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grade import grade_assignment
+from autograder.host.grade import grade_assignment
 from autograder.sandbox.bwrap import BwrapBackend
 
 MEAN = '''

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from autograder.repo import find_root
+from autograder.host.repo import find_root
 
 P1 = find_root() / "solutions" / "p1_minivllm"
 
@@ -125,7 +125,7 @@ print(json.dumps({"max_err": (whole - grouped).abs().max().item(), "shape": list
 
 ALLOWLIST = r"""
 import json, torch
-from autograder.spec import AccountingRules
+from autograder.host.spec import AccountingRules
 from autograder.worker.accounting import Accountant
 from minivllm.fused_triton import rms_norm, rope, silu_mul
 from minivllm.paged_decode_triton import paged_decode

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from autograder.grade import grade_assignment
+from autograder.host.grade import grade_assignment
 from autograder.sandbox.bwrap import BwrapBackend
 
 BACKENDS = ["none", pytest.param("bwrap", marks=pytest.mark.skipif(not BwrapBackend().available()[0],

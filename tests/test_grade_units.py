@@ -1,4 +1,4 @@
-from autograder.grade import _groups
+from autograder.host.grade import _groups
 from autograder.hardware import _nvidia_device_present
 
 

@@ -1,7 +1,7 @@
 import json
 
-from autograder import report
-from autograder.results import AssignmentResult, ExpectedTest, TestResult
+from autograder.host import report
+from autograder.host.results import AssignmentResult, ExpectedTest, TestResult
 
 GRADESCOPE_TOP = {"score", "execution_time", "output", "visibility", "stdout_visibility", "tests", "leaderboard"}
 GRADESCOPE_TEST = {"score", "max_score", "status", "name", "number", "output", "tags", "visibility", "extra_data"}

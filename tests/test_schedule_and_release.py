@@ -2,9 +2,9 @@ import datetime as dt
 
 import pytest
 
-from autograder.errors import GraderError
-from autograder.release import build_release
-from autograder.schedule import load_schedule, parse_schedule
+from autograder.host.errors import GraderError
+from autograder.authoring.release import build_release
+from autograder.authoring.schedule import load_schedule, parse_schedule
 
 WEEK = {"number": 1, "release": dt.date(2027, 1, 11), "due": dt.datetime(2027, 1, 18, 23, 59), "assignments": ["s00_demo"]}
 

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from autograder.results import ERROR, FAILED, NOT_GRADED, PASSED, AssignmentResult, TestResult
+from autograder.host.results import ERROR, FAILED, NOT_GRADED, PASSED, AssignmentResult, TestResult
 
 STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", NOT_GRADED: "yellow"}
 

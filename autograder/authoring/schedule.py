@@ -7,7 +7,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.errors import GraderError
+from autograder.host.errors import GraderError
 
 
 @dataclass(frozen=True)

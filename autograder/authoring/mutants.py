@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.course_files import ignore
-from autograder.errors import GraderError
-from autograder.grade import grade_assignment
 from autograder.hardware import hardware_tag
-from autograder.repo import Course
+from autograder.host.course_files import ignore
+from autograder.host.errors import GraderError
+from autograder.host.grade import grade_assignment
+from autograder.host.repo import Course
 
 
 @dataclass(frozen=True)

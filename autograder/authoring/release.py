@@ -8,11 +8,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from autograder.course_files import INSTRUCTOR_ONLY, ignore
-from autograder.errors import GraderError
-from autograder.repo import Course
-from autograder.schedule import load_schedule
-from autograder.stubs import leaked_solutions, stale_paths
+from autograder.authoring.schedule import load_schedule
+from autograder.authoring.stubs import leaked_solutions, stale_paths
+from autograder.host.course_files import INSTRUCTOR_ONLY, ignore
+from autograder.host.errors import GraderError
+from autograder.host.repo import Course
 
 SHIPPED = ("README.md", "Makefile", "pyproject.toml", ".gitignore", "autograder", "course", "datasets",
            "coursedata", "gpu_runners")

@@ -15,10 +15,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.course_files import counts
-from autograder.errors import GraderError
+from autograder.host.course_files import counts
+from autograder.host.errors import GraderError
+from autograder.host.results import ERROR, FAILED, NOT_GRADED, PASSED, ExpectedTest, TestResult
 from autograder.protocol.messages import RecordKind
-from autograder.results import ERROR, FAILED, NOT_GRADED, PASSED, ExpectedTest, TestResult
 from autograder.sandbox import RunResult
 
 STATUSES = {PASSED, FAILED, ERROR, NOT_GRADED}
@@ -138,7 +138,7 @@ def _parse_manifest(data: dict) -> list[ExpectedTest]:
 def _tree_digest(root: Path) -> str:
     h = hashlib.sha256(b"autograder-manifest-v1")
     for part in ("judge/plugin.py", "judge/proxies.py", "judge/codec.py"):
-        h.update((Path(__file__).parent / part).read_bytes())
+        h.update((Path(__file__).parent.parent / part).read_bytes())
     for path in sorted(root.rglob("*")):
         if path.is_file() and counts(path.relative_to(root)):
             h.update(str(path.relative_to(root)).encode())

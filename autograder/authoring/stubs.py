@@ -1,7 +1,7 @@
 """Generate `assignments/<id>/` from `solutions/<id>/`, and tell whether it is up to date.
 
 Copied: everything but instructor-only files (`hidden/`, broken variants) and caches. Python files have their solution
-regions stripped (see `autograder.markers`). The generator works in memory, so the same function
+regions stripped (see `autograder.authoring.markers`). The generator works in memory, so the same function
 serves writing the tree and checking that the committed tree is current.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from autograder.course_files import INSTRUCTOR_ONLY, counts, instructor_only
-from autograder.markers import has_markers, strip_solutions
-from autograder.repo import Course
+from autograder.authoring.markers import has_markers, strip_solutions
+from autograder.host.course_files import INSTRUCTOR_ONLY, counts, instructor_only
+from autograder.host.repo import Course
 
 
 def _shipped_files(solution_dir: Path) -> list[Path]:

@@ -14,8 +14,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.course_files import CACHE_PARTS, counts
-from autograder.spec import AssignmentSpec
+from autograder.host.course_files import CACHE_PARTS, counts
+from autograder.host.spec import AssignmentSpec
 
 TEST_DIRS = ("tests", "hidden")
 NEVER_STAGED = CACHE_PARTS | {"mutants.toml", "mutation.toml"}

@@ -6,8 +6,8 @@ hardware tag; with none, the test is "not graded here" (neither earned nor count
 
 from __future__ import annotations
 
-from autograder.results import FAILED, NOT_GRADED, PASSED, TestResult
-from autograder.spec import AssignmentSpec
+from autograder.host.results import FAILED, NOT_GRADED, PASSED, TestResult
+from autograder.host.spec import AssignmentSpec
 
 
 def score_all(results: list[TestResult], spec: AssignmentSpec, hardware: str) -> None:

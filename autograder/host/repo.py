@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.errors import GraderError
-from autograder.spec import AssignmentSpec, load_spec
+from autograder.host.errors import GraderError
+from autograder.host.spec import AssignmentSpec, load_spec
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -18,7 +18,7 @@ def find_root(start: Path | None = None) -> Path:
     for candidate in (here, *here.parents):
         if (candidate / "assignments").is_dir() or (candidate / "solutions").is_dir():
             return candidate
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from autograder.grade import grade_assignment
-from autograder.repo import Course
-from autograder.stubs import leaked_solutions, stale_paths
+from autograder.authoring.stubs import leaked_solutions, stale_paths
+from autograder.host.grade import grade_assignment
+from autograder.host.repo import Course
 
 Say = Callable[[str], None]
 

@@ -12,17 +12,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from autograder.collect import collect_expected, read_reported, reconcile, unexpected
-from autograder.errors import GraderError
+from autograder.authoring.stubs import render_package
 from autograder.hardware import hardware_tag
-from autograder.probe import IMPORT_TIMEOUT_S, ImportProbe, hang_reason, probe_argv, read_probe, setup_error
-from autograder.repo import Course
-from autograder.results import ERROR, FAILED, AssignmentResult, ExpectedTest, TestResult
-from autograder.sandbox import Backend, RunRequest, select_backend
-from autograder.scan import array_library_imports, scan_package
-from autograder.score import score_all
-from autograder.spec import AssignmentSpec
-from autograder.stage import (
+from autograder.host.collect import collect_expected, read_reported, reconcile, unexpected
+from autograder.host.errors import GraderError
+from autograder.host.probe import IMPORT_TIMEOUT_S, ImportProbe, hang_reason, probe_argv, read_probe, setup_error
+from autograder.host.repo import Course
+from autograder.host.results import ERROR, FAILED, AssignmentResult, ExpectedTest, TestResult
+from autograder.host.scan import array_library_imports, scan_package
+from autograder.host.score import score_all
+from autograder.host.spec import AssignmentSpec
+from autograder.host.stage import (
     TEST_DIRS,
     cleanup,
     new_root,
@@ -31,9 +31,9 @@ from autograder.stage import (
     student_package,
     walk_no_links,
 )
-from autograder.stubs import render_package
+from autograder.sandbox import Backend, RunRequest, select_backend
 
-GRADER_ROOT = Path(__file__).resolve().parent.parent
+GRADER_ROOT = Path(__file__).resolve().parents[2]  # the checkout holding autograder/
 RESULTS_FILE = ".results.jsonl"
 STALL_MARGIN_S = 20.0  # a batch run may go this long past a test's timeout without a new record
 Progress = Callable[[str], None]

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder import report
-from autograder.errors import GraderError
-from autograder.grade import grade_assignment
 from autograder.hardware import hardware_tag
-from autograder.repo import Course
+from autograder.host import report
+from autograder.host.errors import GraderError
+from autograder.host.grade import grade_assignment
+from autograder.host.repo import Course
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder.errors import GraderError
+from autograder.host.errors import GraderError
 from autograder.protocol.rules import PACKAGE_PATTERN, AccountingRules
 
 ID_PATTERN = re.compile(r"^(s\d{2}|p\d)_[a-z0-9_]+$")
