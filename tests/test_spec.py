@@ -1,9 +1,9 @@
 import pytest
 
-from autograder.errors import GraderError
-from autograder.results import PASSED, ExpectedTest, TestResult
-from autograder.score import score_all
-from autograder.spec import Threshold, load_spec, parse_spec
+from autograder.host.errors import GraderError
+from autograder.host.results import PASSED, ExpectedTest, TestResult
+from autograder.host.score import score_all
+from autograder.host.spec import Threshold, load_spec, parse_spec
 
 VALID = {
     "assignment": {"id": "s01_transformer", "title": "t", "stage": 1, "package": "transformer",

@@ -1,4 +1,4 @@
-from autograder import stubs
+from autograder.authoring import stubs
 
 
 def test_generated_release_strips_bodies_and_omits_hidden(demo_course):

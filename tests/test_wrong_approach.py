@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course_files import ignore
-from autograder.grade import grade_assignment
+from autograder.host.course_files import ignore
+from autograder.host.grade import grade_assignment
 from autograder.hardware import has_cuda
-from autograder.repo import Course, find_root
-from autograder.spec import AccountingRules
+from autograder.host.repo import Course, find_root
+from autograder.host.spec import AccountingRules
 
 COURSE = Course(find_root())
 
