@@ -243,18 +243,23 @@ print(json.dumps(out))
 """
 
 
+def _kpkg_child(tmp_path, child: str, *args: str, interpret: bool = True) -> dict:
+    """Run `child` over a package kpkg holding KERNEL_MODULE; its last output line is JSON."""
+    (tmp_path / "kpkg").mkdir()
+    (tmp_path / "kpkg" / "__init__.py").write_text("")
+    (tmp_path / "kpkg" / "kern.py").write_text(KERNEL_MODULE)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | ({"TRITON_INTERPRET": "1"} if interpret else {})
+    run = subprocess.run([sys.executable, "-c", child, str(tmp_path), *args], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 def test_a_kernel_exercise_may_only_allocate_view_copy_and_cast_outside_its_kernels(tmp_path):
     """Under the interpreter the kernel's own tensor work is inside its launch; `exp` beside the
     kernel is named with the package line that called it; a loop of scalar reads is refused.
     Oracle: the op names torch's profiler reports, and the line numbers of the module above."""
-    (tmp_path / "kpkg").mkdir()
-    (tmp_path / "kpkg" / "__init__.py").write_text("")
-    (tmp_path / "kpkg" / "kern.py").write_text(KERNEL_MODULE)
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    run = subprocess.run([sys.executable, "-c", ALLOWLIST_CHILD, str(tmp_path)], env=env, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    out = _kpkg_child(tmp_path, ALLOWLIST_CHILD)
     assert out["kernel_only"] == ""
     exp_line = KERNEL_MODULE.splitlines().index("    return copy(x).exp()") + 1
     assert "aten::exp" in out["exp_beside_kernel"] and f"kpkg/kern.py:{exp_line}" in out["exp_beside_kernel"]
@@ -265,13 +270,7 @@ def test_a_kernel_exercise_may_only_allocate_view_copy_and_cast_outside_its_kern
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_a_kernel_exercise_moving_a_gpu_tensor_to_the_host_fails(tmp_path):
-    (tmp_path / "kpkg").mkdir()
-    (tmp_path / "kpkg" / "__init__.py").write_text("")
-    (tmp_path / "kpkg" / "kern.py").write_text(KERNEL_MODULE)
-    run = subprocess.run([sys.executable, "-c", ALLOWLIST_CHILD, str(tmp_path), "cuda"], capture_output=True,
-                         text=True, timeout=300, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
-    assert run.returncode == 0, run.stderr[-2000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    out = _kpkg_child(tmp_path, ALLOWLIST_CHILD, "cuda", interpret=False)
     line = KERNEL_MODULE.splitlines().index("    return x.cpu().sum()") + 1
     assert "moved a GPU tensor to the host" in out["cpu_side_door"] and f"kpkg/kern.py:{line}" in out["cpu_side_door"]
 
@@ -288,14 +287,7 @@ def test_widening_the_allowlist_needs_a_reason():
 
 
 def test_a_required_kernel_must_launch_under_the_triton_interpreter(tmp_path):
-    (tmp_path / "kpkg").mkdir()
-    (tmp_path / "kpkg" / "__init__.py").write_text("")
-    (tmp_path / "kpkg" / "kern.py").write_text(KERNEL_MODULE)
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    run = subprocess.run([sys.executable, "-c", KERNEL_CHILD, str(tmp_path)], env=env, capture_output=True,
-                         text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    out = json.loads(run.stdout.strip().splitlines()[-1])
+    out = _kpkg_child(tmp_path, KERNEL_CHILD)
     assert out["launched"] == ["", ["kpkg.kern._copy_kernel"]]
     assert out["torch_only"][0] == "no Triton kernel of kpkg ran: this exercise is to write it"
 
