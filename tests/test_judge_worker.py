@@ -253,3 +253,28 @@ def test_what_the_judge_shares_lies_in_a_pool_that_holds_none_of_its_own_tensors
     staged = codec.cuda._kept[0].data_ptr()
     assert any(start <= staged < start + size for start, size in segments)
     os.close(fd)
+
+
+def test_one_judge_can_hold_a_worker_per_rank(tmp_path, monkeypatch):
+    """The multi-rank tier's shape: each rank a worker of its own (process, socket, arenas) behind
+    one judge, each reached through its own module proxy; a tensor sent to one never reaches the other."""
+    from autograder.judge.proxies import ModuleProxy
+
+    (tmp_path / "rankpkg").mkdir()
+    (tmp_path / "rankpkg" / "__init__.py").write_text(
+        "import os\nseen = []\ndef keep(x):\n    seen.append(x)\n    return os.getpid(), len(seen), float(x.sum())\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), str(GRADER.parent)]))
+    ranks = [WorkerClient("rankpkg") for _ in range(2)]
+    try:
+        for client in ranks:
+            client.start()
+        modules = [ModuleProxy("rankpkg", client) for client in ranks]
+        answers = [m.keep(torch.full((4,), float(r + 1))) for r, m in enumerate(modules)]
+        answers.append(modules[0].keep(torch.ones(2)))
+    finally:
+        for client in ranks:
+            client.kill()
+    (pid0, n0, s0), (pid1, n1, s1), (pid0b, n0b, s0b) = answers
+    assert pid0 != pid1 and pid0 == pid0b != os.getpid()
+    assert (n0, s0, n1, s1, n0b, s0b) == (1, 4.0, 1, 8.0, 2, 2.0)
