@@ -7,15 +7,18 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 TORCH  ?= torch==2.13.0
 A      ?=
 SOLUTION ?=
+MAX    ?= 40
+MUTATION_STAMP := $(VENV)/.mutation-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 GRADE_FLAGS := $(if $(SOLUTION),--solution,) --json results/results.json --junit results/junit.xml --markdown results/summary.md
 
-.PHONY: grade test assignments check setup datasets datasets-check clean help release
+.PHONY: grade test assignments check setup datasets datasets-check clean help release mutation
 
 help:
 	@echo "make grade [A=<id>] [SOLUTION=1]   grade assignments/ (or the reference solution)"
 	@echo "make test                          the project's own tests"
 	@echo "make assignments                   regenerate assignments/ from solutions/"
 	@echo "make check                         check the course invariants"
+	@echo "make mutation A=<id> [MAX=40]      mutation-test the reference (writes solutions/<id>/mutation.toml)"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +40,15 @@ assignments: $(STAMP)
 
 check: $(STAMP)
 	$(PY) -m autograder check
+
+# Mechanical mutation testing (cosmic-ray, the `mutation` extra, installed here only): a seeded sample of
+# MAX mutants inside the solution regions, each graded in full; survivors go to solutions/<id>/mutation.toml.
+$(MUTATION_STAMP): $(STAMP)
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[mutation]"
+	@rm -f $(VENV)/.mutation-* && touch $(MUTATION_STAMP)
+
+mutation: $(MUTATION_STAMP)
+	$(PY) -m autograder mutation $(A) --max $(MAX)
 
 # Corpus, tokenizer and traces build on the CPU (needs apt-get, npm, pip downloads); training needs
 # a CUDA GPU (~3.5 min on an H200). CI only loads the committed results.

@@ -159,6 +159,26 @@ def mutants(course: Course, aid: str, sandbox: str, gpu_only: bool) -> None:
 
 @cli.command()
 @click.argument("aid")
+@click.option("--max", "max_mutants", type=int, default=40, show_default=True, help="mutants graded (a seeded sample)")
+@click.option("--seed", type=int, default=0, show_default=True, help="seed of the sample")
+@click.option("--timeout", "timeout_s", type=float, default=None,
+              help="seconds per mutant (default: 4x the unmutated copy's grading, at least 60)")
+@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@click.pass_obj
+def mutation(course: Course, aid: str, max_mutants: int, seed: int, timeout_s: float | None, sandbox: str) -> None:
+    """Mechanical mutation testing of the reference's solution regions; survivors go to mutation.toml."""
+    from autograder.authoring.mutation import REPORT, run_mutation
+
+    summary, survivors = run_mutation(course=course, assignment_id=aid, max_mutants=max_mutants, seed=seed,
+                                      timeout_s=timeout_s, sandbox=sandbox,
+                                      say=lambda line: console.print(escape(line), highlight=False, soft_wrap=True))
+    console.print(f"{aid}: kill rate {summary['kill_rate']:.0%} ({summary['killed']} killed, "
+                  f"{summary['survived']} survived, {summary['errors']} errors of {summary['graded']}); "
+                  f"{len(survivors)} survivor(s) to review in solutions/{aid}/{REPORT}", highlight=False, soft_wrap=True)
+
+
+@cli.command()
+@click.argument("aid")
 @click.option("--repeats", type=int, default=1, show_default=True, help="grade the reference this many times")
 @click.option("--pass-factor", type=float, default=0.6, show_default=True)
 @click.option("--full-factor", type=float, default=0.9, show_default=True)
