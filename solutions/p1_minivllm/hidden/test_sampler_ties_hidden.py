@@ -82,3 +82,20 @@ def test_sampling_draws_every_tied_token():
     assert {i for i, c in enumerate(counts.tolist()) if c > 0} == {0, 1, 2, 3}, counts.tolist()
     # total variation of 3000 draws over 4 outcomes: about 0.012 expected, 0.05 is > 4 sigma
     assert 0.5 * (counts / n - expected.double()).abs().sum() < 0.05
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize(("top_p", "kept"), [(0.25, 2), (0.5, 4), (0.75, 6)])
+def test_top_p_stops_where_the_mass_reaches_p_exactly(top_p, kept):
+    """Eight equal logits: each probability is 1/8 and every partial sum is exact in fp32, so the
+    mass reaches top_p exactly after `kept` tokens; the nucleus is the smallest set whose mass
+    reaches p, so the next token is cut. Oracle: HF's TopPLogitsWarper on the same row."""
+    from transformers.generation.logits_process import TopPLogitsWarper
+
+    logits = torch.zeros(1, 8)
+    probs = sampling_probs(logits, [SamplingParams(temperature=1.0, top_p=top_p)])[0]
+    hf_kept = int(torch.isfinite(TopPLogitsWarper(top_p)(torch.zeros(1, dtype=torch.long), logits.clone())).sum())
+    assert hf_kept == kept
+    support = [p for p in probs.tolist() if p > 0]
+    assert len(support) == kept, f"top_p={top_p} kept {len(support)} of 8 equal tokens (HF keeps {kept})"
+    assert all(p == pytest.approx(1 / kept, abs=1e-6) for p in support)  # fp32 softmax: 1e-6
