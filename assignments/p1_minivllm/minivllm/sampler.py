@@ -14,8 +14,9 @@ def sampling_probs(logits: Tensor, params: list[SamplingParams]) -> Tensor:
     Row i: divide by params[i].temperature (rows with temperature 0 are treated as temperature 1;
     they are greedy and never sample), then keep the top_k largest logits (ties with the k-th value
     are kept too; -1 keeps all), then, on the softmax of what is left, keep each token whose
-    strictly-more-probable tokens (in descending order) hold less than top_p of the mass. Returns the
-    renormalised probabilities (S, V), zero outside the kept set.
+    predecessors in descending order (equal probabilities in the sort's order) hold less than top_p
+    of the mass: the smallest set whose mass reaches top_p, as HF's TopPLogitsWarper keeps. Returns
+    the renormalised probabilities (S, V), zero outside the kept set.
     """
     raise NotImplementedError("p1.15: sampling_probs")
 
