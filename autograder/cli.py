@@ -139,6 +139,21 @@ def check(course: Course, quick: bool, sandbox: str, ids: tuple[str, ...]) -> No
 
 
 @cli.command()
+@click.pass_obj
+def handouts(course: Course) -> None:
+    """Regenerate each handout's grading section (points, perf credit rule, bars) from the spec and tests."""
+    from autograder.authoring.handout import current_handout
+
+    if not course.has_solutions:
+        raise GraderError("no solutions/ in this checkout: handouts are generated in the instructor tree")
+    for aid in course.ids():
+        path, text, regenerated = current_handout(course, aid)
+        if regenerated != text:
+            path.write_text(regenerated)
+        console.print(f"{aid}: {'updated' if regenerated != text else 'up to date'}; run `make assignments` next")
+
+
+@cli.command()
 @click.argument("aid")
 @click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
 @click.option("--gpu-only", is_flag=True, help="only the mutants marked gpu = true")

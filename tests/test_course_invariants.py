@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.authoring.invariants import check_reference, check_stub, check_sync
+from autograder.authoring.invariants import check_handout, check_reference, check_stub, check_sync
 from autograder.hardware import has_cuda
 from autograder.authoring.mutants import grade_mutants, load_mutants
 from autograder.host.repo import Course, find_root
@@ -21,6 +21,11 @@ MUTANTS = [pytest.param(aid, m.name, m.gpu, id=f"{aid}-{m.name}")
 @pytest.mark.parametrize("aid", IDS)
 def test_assignments_are_in_sync_and_leak_nothing(aid):
     assert check_sync(COURSE, aid) == []
+
+
+@pytest.mark.parametrize("aid", IDS)
+def test_the_handouts_grading_section_agrees_with_the_spec_and_tests(aid):
+    assert check_handout(COURSE, aid) == []
 
 
 @pytest.mark.parametrize("aid", IDS)

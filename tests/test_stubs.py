@@ -28,3 +28,28 @@ def test_leak_check_finds_markers_and_hidden_tests(demo_course):
     (release / "demo" / "leak.py").write_text("def f():\n    # BEGIN SOLUTION\n    pass\n    # END SOLUTION\n")
     assert stubs.leaked_solutions(release) == ["demo/leak.py: contains solution markers",
                                                "hidden: instructor-only file", "hidden/test_x.py: instructor-only file"]
+
+
+def test_a_changed_bar_or_test_changes_the_handouts_grading_section():
+    """The section is a function of the spec and the collected tests: moving a bar or adding a
+    test point changes it, and regenerating replaces the old section in place."""
+    from dataclasses import replace
+
+    from autograder.authoring.handout import BEGIN, END, grading_section, with_section
+    from autograder.host.results import ExpectedTest
+    from autograder.host.spec import parse_spec
+
+    head = {"assignment": {"id": "s09_x", "title": "t", "stage": 9, "package": "x", "editable": ["x/*.py"]}}
+    perf = {"perf": {"ratio": {"description": "d", "unit": "x", "better": "higher",
+                               "thresholds": {"h200": {"pass": 0.8, "full": 1.2}}}}}
+    spec = parse_spec({**head, **perf})
+    tests = [ExpectedTest("tests/test_a.py::t", "tests/test_a.py", 2.0, False, False),
+             ExpectedTest("hidden/test_p.py::p", "hidden/test_p.py", 3.0, True, True)]
+    section = grading_section(spec, tests)
+    assert "| **total** | 2 | 5 |" in section and "| `ratio` | d | higher | h200 | 0.8x | 1.2x |" in section
+    moved = parse_spec({**head, "perf": {"ratio": {**perf["perf"]["ratio"], "thresholds": {"h200": {"pass": 0.9, "full": 1.2}}}}})
+    assert grading_section(moved, tests) != section
+    assert grading_section(spec, [*tests[:1], replace(tests[1], points=4.0)]) != section
+    readme = with_section("# Handout\n\ntext\n", section)
+    again = with_section(readme.replace("0.8x", "0.7x"), section)
+    assert again == readme and again.count(BEGIN) == again.count(END) == 1

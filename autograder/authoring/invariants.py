@@ -1,7 +1,8 @@
 """The course invariants of DESIGN.md, checked for every assignment present.
 
 1. The reference solution scores every CPU-gradable point.  2. The untouched stub scores zero.
-3. assignments/ equals what the generator makes.  4. No solution body or hidden test in a release.
+3. assignments/ equals what the generator makes, and each handout's grading section equals what
+   the spec and the tests give.  4. No solution body or hidden test in a release.
 5. (Grading always yields a complete result: the project's adversarial tests check that.)
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from autograder.authoring.handout import current_handout
 from autograder.authoring.stubs import leaked_solutions, stale_paths
 from autograder.host.grade import grade_assignment
 from autograder.host.repo import Course
@@ -23,6 +25,14 @@ def check_sync(course: Course, aid: str) -> list[str]:
     if course.student_dir(aid).is_dir() and (leaks := leaked_solutions(course.student_dir(aid))):
         problems.append(f"{aid}: the student copy leaks {', '.join(leaks[:5])}")
     return problems
+
+
+def check_handout(course: Course, aid: str) -> list[str]:
+    _path, text, regenerated = current_handout(course, aid)
+    if text != regenerated:
+        return [(f"{aid}: the handout's grading section disagrees with assignment.toml and the tests; "
+                 "run `python -m autograder handouts` (then `make assignments`)")]
+    return []
 
 
 def check_reference(course: Course, aid: str, sandbox: str, hardware: str | None = None) -> list[str]:

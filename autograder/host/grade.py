@@ -187,10 +187,7 @@ def grade_assignment(
     package = student_package(source_dir, spec, base)
     root = new_root()
     try:
-        collect_dir = stage(root=root, name="collect", master_dir=master_dir, spec=spec,
-                            package_files=trusted, test_files=None)
-        expected = collect_expected(collect_dir, _base_env(collect_dir, 1), course.root / ".cache" / "autograder",
-                                    spec.package)
+        expected = _collect(course, spec, master_dir, trusted, root)
         files = sorted({t.file for t in expected if only_files is None or t.file in only_files})
         workers = jobs or (min(len(files), os.cpu_count() or 1) if tag == "cpu" else 1)
         threads = max(1, (os.cpu_count() or 1) // max(1, workers))
@@ -212,6 +209,26 @@ def grade_assignment(
     score_all(result.tests, spec, tag)
     result.wall_s = time.monotonic() - start
     return result
+
+
+def _collect(course: Course, spec: AssignmentSpec, master_dir: Path, trusted: dict[Path, bytes],
+             root: Path) -> list[ExpectedTest]:
+    """The master tests' ids, points and marks, collected over trusted code (cached by content)."""
+    collect_dir = stage(root=root, name="collect", master_dir=master_dir, spec=spec, package_files=trusted,
+                        test_files=None)
+    return collect_expected(collect_dir, _base_env(collect_dir, 1), course.root / ".cache" / "autograder",
+                            spec.package)
+
+
+def expected_tests(course: Course, assignment_id: str) -> list[ExpectedTest]:
+    """Every graded test of an assignment, as the grader expects it (from the reference's package)."""
+    spec = course.spec(assignment_id)
+    source = course.solution_dir(assignment_id) or course.student_dir(assignment_id)
+    root = new_root()
+    try:
+        return _collect(course, spec, course.master_dir(assignment_id), _package_files(source, spec), root)
+    finally:
+        cleanup(root)
 
 
 def _refused(spec: AssignmentSpec, files: dict[Path, bytes], base: dict[Path, bytes]) -> str:

@@ -1,0 +1,63 @@
+"""The grading section of each handout, generated from assignment.toml and the collected tests so
+that a handout can never disagree with how it is graded: points per part, the perf credit rule,
+and every perf bar by hardware. `autograder handouts` writes it into solutions/<id>/README.md
+between two markers; the course invariants fail when a committed handout differs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from autograder.host.grade import expected_tests
+from autograder.host.repo import Course
+from autograder.host.results import ExpectedTest
+from autograder.host.spec import AssignmentSpec
+
+BEGIN = "<!-- grading: generated from assignment.toml and the tests by `python -m autograder handouts`; do not edit -->"
+END = "<!-- end of the generated grading section -->"
+
+
+def _row(label: str, tests: list[ExpectedTest]) -> str:
+    return f"| {label} | {len(tests)} | {sum(t.points for t in tests):g} |"
+
+
+def grading_section(spec: AssignmentSpec, tests: list[ExpectedTest]) -> str:
+    """The Markdown between BEGIN and END (both included)."""
+    public = [t for t in tests if t.file.startswith("tests/")]
+    hidden = [t for t in tests if not t.file.startswith("tests/")]
+    gpu, perf = [t for t in tests if t.gpu], [t for t in tests if t.perf]
+    cpu = [t for t in tests if not t.gpu and not t.perf]
+    lines = [BEGIN, "## Points and bars", "", "| tests | count | points |", "|---|---|---|",
+             _row("public (`tests/`, shipped to you)", public), _row("hidden (graded only)", hidden),
+             _row("of all these: gradable on a CPU-only machine", cpu),
+             _row("of all these: need a CUDA GPU", gpu), _row("of all these: performance", perf),
+             _row("**total**", tests), "",
+             ("A test earns its points when it passes. A test that needs hardware this machine lacks is "
+              "*not graded here*: neither earned nor counted in the total of that run.")]
+    if spec.perf:
+        lines += ["", ("A performance test earns a share of its points from each metric it records: 0 below "
+                       "the pass bar, half at it, rising linearly to all of it at the full bar (the mean over "
+                       "its metrics). Its output must also pass the test's correctness check."), "",
+                  "| metric | what it measures | better | hardware | pass | full |", "|---|---|---|---|---|---|"]
+        for name, metric in sorted(spec.perf.items()):
+            better = "higher" if metric.higher_is_better else "lower"
+            for tag, bar in sorted(metric.thresholds.items()):
+                unit = metric.unit if metric.unit in ("x", "%") else f" {metric.unit}" if metric.unit else ""
+                lines.append(f"| `{name}` | {metric.description} | {better} | {tag} | {bar.pass_bar:g}{unit} | "
+                             f"{bar.full_bar:g}{unit} |")
+    return "\n".join([*lines, END])
+
+
+def with_section(readme: str, section: str) -> str:
+    """`readme` with its generated section replaced by `section` (appended when it has none)."""
+    if BEGIN in readme and END in readme:
+        head, rest = readme.split(BEGIN, 1)
+        return head + section + rest.split(END, 1)[1]
+    return readme.rstrip("\n") + "\n\n" + section + "\n"
+
+
+def current_handout(course: Course, assignment_id: str) -> tuple[Path, str, str]:
+    """(the handout's path, its text, its text with the section regenerated)."""
+    path = course.solution_dir(assignment_id) / "README.md"
+    text = path.read_text()
+    section = grading_section(course.spec(assignment_id), expected_tests(course, assignment_id))
+    return path, text, with_section(text, section)
