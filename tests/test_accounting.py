@@ -216,6 +216,20 @@ def sum_in_numpy(x):
 def sum_on_host(x):
     copy(x)
     return x.cpu().sum()
+
+
+_SMUGGLED = {}
+
+
+@triton.jit
+def _torch_in_the_body(X):
+    _SMUGGLED["out"] = torch.exp(_SMUGGLED["x"])  # plain Python under the interpreter
+
+
+def exp_inside_a_kernel(x):
+    _SMUGGLED["x"] = x
+    _torch_in_the_body[(1,)](x)
+    return _SMUGGLED["out"]
 """
 
 ALLOWLIST_CHILD = r"""
@@ -223,7 +237,7 @@ import json, sys, torch
 from autograder.worker.accounting import Accountant
 from autograder.host.spec import AccountingRules
 sys.path.insert(0, sys.argv[1])
-from kpkg.kern import copy, copy_then_exp, read_every_element, sum_in_numpy, sum_on_host
+from kpkg.kern import copy, copy_then_exp, exp_inside_a_kernel, read_every_element, sum_in_numpy, sum_on_host
 
 rules = AccountingRules(require_kernels=("kpkg",), compute_in_kernels=True)
 x = torch.arange(8.0)
@@ -231,7 +245,8 @@ out = {}
 cases = {"kernel_only": lambda: copy(x.reshape(2, 4).reshape(-1).contiguous()),
                    "exp_beside_kernel": lambda: copy_then_exp(x),
                    "scalars": lambda: read_every_element(torch.arange(64.0)),
-                   "numpy": lambda: sum_in_numpy(x)}
+                   "numpy": lambda: sum_in_numpy(x),
+                   "torch_in_kernel_body": lambda: exp_inside_a_kernel(x)}
 if sys.argv[2:] == ["cuda"]:
     cases = {"cpu_side_door": lambda: sum_on_host(x.cuda())}
 for case, body in cases.items():
@@ -266,6 +281,7 @@ def test_a_kernel_exercise_may_only_allocate_view_copy_and_cast_outside_its_kern
     assert "outside its own Triton kernels" in out["exp_beside_kernel"]
     assert "read 64 scalars" in out["scalars"]
     assert "a tensor left torch" in out["numpy"]
+    assert "aten::exp" in out["torch_in_kernel_body"]  # an interpreted body is no hiding place
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

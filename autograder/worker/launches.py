@@ -3,7 +3,9 @@
 The hook wraps the launch entry of Triton's kernel classes (`JITFunction.run` on CUDA,
 `InterpretedFunction.run` under TRITON_INTERPRET=1) once per process: each launch is recorded in
 the ledger of the test now running, and a launch of the package's own kernel in a kernel exercise
-runs inside a profiler scope (KERNEL_SCOPE), so that the ops inside it belong to the kernel.
+runs inside a profiler scope (KERNEL_SCOPE), so that the ops inside it belong to the kernel. Only
+compiled launches are scoped: under TRITON_INTERPRET=1 the kernel body is Python that could call
+torch itself, so every op there is accounted like any other.
 """
 
 from __future__ import annotations
@@ -62,14 +64,16 @@ def install_launch_hook(current: Callable[[], Any]) -> None:
             continue
         original = cls.run
 
-        def run(self, *args, __original=original, **kwargs):
+        def run(self, *args, __original=original, cls_name=cls.__name__, **kwargs):
             accountant = current()
             if accountant is None or kwargs.get("warmup", False):
                 return __original(self, *args, **kwargs)
             fn = getattr(self, "fn", None)
             module = getattr(fn, "__module__", "?")
             accountant.record_launch(f"{module}.{getattr(fn, '__name__', '?')}")
-            if not accountant.scopes_launch(module):
+            # Only a compiled launch is scoped: an interpreted kernel's body is plain Python that
+            # could call torch itself (the references need no exemption under the interpreter).
+            if cls_name != "JITFunction" or not accountant.scopes_launch(module):
                 return __original(self, *args, **kwargs)
             import torch
 
