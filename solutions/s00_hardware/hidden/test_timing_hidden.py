@@ -104,7 +104,7 @@ def fake_benchmark(median_s: float, seen: list):
 
     def bench(fn, *, warmup=3, reps=20, flush_l2=True, device=None):
         fn()
-        seen.append(dict(warmup=warmup, reps=reps, device=device))
+        seen.append(dict(warmup=warmup, reps=reps, flush_l2=flush_l2, device=device))
         return BenchStats((median_s,), median_s, median_s, 0.0, median_s, median_s, median_s, median_s)
 
     return bench
@@ -117,6 +117,8 @@ def test_copy_bandwidth_counts_bytes_read_plus_written(monkeypatch):
     bw = copy_bandwidth(1 << 20, device="cpu", warmup=2, reps=7)
     assert bw == pytest.approx(2 * (1 << 20) / 1e-3, rel=1e-12)  # 2.1e9 B/s
     assert seen and seen[0]["warmup"] == 2 and seen[0]["reps"] == 7
+    # A ceiling measured with a warm L2 is not the HBM ceiling: the contract is flush_l2=True.
+    assert seen[0]["flush_l2"] is True, "copy_bandwidth must call benchmark with flush_l2=True"
 
 
 @pytest.mark.points(2)
@@ -126,6 +128,7 @@ def test_gemm_tflops_counts_2n_cubed(monkeypatch):
     tflops = gemm_tflops(64, torch.float32, device="cpu", warmup=1, reps=3)
     assert tflops == pytest.approx(2 * 64**3 / 0.5 / 1e12, rel=1e-12)
     assert seen and seen[0]["reps"] == 3
+    assert seen[0]["flush_l2"] is True, "gemm_tflops must call benchmark with flush_l2=True"
 
 
 @pytest.mark.points(1)
