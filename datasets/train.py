@@ -1,7 +1,7 @@
 """Train the course's tiny LLaMA models on the tokenized corpus (seeded, CUDA or CPU).
 
-    python datasets/train.py --model course-llama --steps 4650 --out datasets/models/course-llama
-    python datasets/train.py --model course-llama-draft --steps 2550 --lr 3e-3 \
+    python datasets/train.py --model course-llama --steps 5550 --dropout 0.1 --out datasets/models/course-llama
+    python datasets/train.py --model course-llama-draft --steps 1650 --lr 3e-3 \
         --teacher datasets/models/course-llama --out datasets/models/course-llama-draft
 
 Reads datasets/.cache/tokens/{train,eval}.npy (from train_tokenizer.py). Writes an HF folder
@@ -67,6 +67,8 @@ class TrainConfig:
     teacher: str = ""
     log_dir: str = ""  # where loss.csv and train_meta.json go (default: the output folder)
     kd_weight: float = 0.7  # share of the loss that is KL to the teacher
+    max_train_tokens: int = 0  # 0: the whole train stream; N: only its first N tokens
+    dropout: float = 0.0  # residual dropout while training (embeddings, attention and MLP outputs)
     seed: int = 0
     device: str = "auto"
 
@@ -77,6 +79,8 @@ class TrainConfig:
             raise ValueError("give exactly one of --steps N or --time-budget S")
         if not 0.0 <= self.kd_weight <= 1.0:
             raise ValueError("kd_weight must lie in [0, 1]")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must lie in [0, 1), got {self.dropout}")
         if self.seq > COMMON["max_position_embeddings"]:
             raise ValueError("seq may not exceed the context length (1024)")
 
@@ -86,6 +90,24 @@ def build_model(name: str):
 
     config = LlamaConfig(**COMMON, **ARCH[name])
     return LlamaForCausalLM(config)
+
+
+def add_residual_dropout(model, p: float) -> None:
+    """GPT-2-style dropout on what enters the residual stream (the embeddings, each block's
+    attention and MLP outputs), active only in train mode. HF's Llama has no such dropout; hooks
+    add it without changing the saved model, which stays a plain LlamaForCausalLM."""
+    if p == 0.0:
+        return
+
+    def drop(module, args, output):
+        if isinstance(output, tuple):  # attention returns (output, weights)
+            return (F.dropout(output[0], p, module.training),) + tuple(output[1:])
+        return F.dropout(output, p, module.training)
+
+    model.model.embed_tokens.register_forward_hook(drop)
+    for layer in model.model.layers:
+        layer.self_attn.register_forward_hook(drop)
+        layer.mlp.register_forward_hook(drop)
 
 
 def lr_at(step: int, cfg: TrainConfig, total: int) -> float:
@@ -198,13 +220,17 @@ def train(cfg: TrainConfig) -> dict:
     np.random.seed(cfg.seed)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
-    train_tokens = torch.from_numpy(np.load(TOKENS / "train.npy").astype(np.int64)).to(device)
+    stream = np.load(TOKENS / "train.npy")
+    if cfg.max_train_tokens:
+        stream = stream[: cfg.max_train_tokens]
+    train_tokens = torch.from_numpy(stream.astype(np.int64)).to(device)
     eval_tokens = torch.from_numpy(np.load(TOKENS / "eval.npy").astype(np.int64))
     n_win = min(cfg.eval_windows, len(eval_tokens) // (cfg.seq + 1))
     windows = eval_tokens[: n_win * (cfg.seq + 1)].view(n_win, cfg.seq + 1).to(device)
 
     model = build_model(cfg.model).to(device)
     model.config.use_cache = False
+    add_residual_dropout(model, cfg.dropout)
     teacher = None
     if cfg.teacher:
         from transformers import LlamaForCausalLM

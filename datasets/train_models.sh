@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Train both course models on the tokenized corpus, then measure them (needs a GPU for speed).
 #
-#   datasets/train_models.sh        fixed step counts (4650, 2550): repeats the committed run
-#   TARGET_BUDGET_S=120 DRAFT_BUDGET_S=75 datasets/train_models.sh
+#   datasets/train_models.sh        fixed step counts (5550, 1650): repeats the committed run
+#   TARGET_BUDGET_S=150 DRAFT_BUDGET_S=50 datasets/train_models.sh
 #                                   pick the step counts from time budgets instead
 #
 # Env: PYTHON (python3), MODELS (datasets/models), LOGS (datasets/training),
@@ -13,10 +13,10 @@ PY=${PYTHON:-python3}
 MODELS=${MODELS:-datasets/models}
 LOGS=${LOGS:-datasets/training}
 EXTRA=${EXTRA:-}
-if [ -n "${TARGET_BUDGET_S:-}" ]; then T_LEN="--time-budget $TARGET_BUDGET_S"; else T_LEN="--steps ${TARGET_STEPS:-4650}"; fi
-if [ -n "${DRAFT_BUDGET_S:-}" ]; then D_LEN="--time-budget $DRAFT_BUDGET_S"; else D_LEN="--steps ${DRAFT_STEPS:-2550}"; fi
+if [ -n "${TARGET_BUDGET_S:-}" ]; then T_LEN="--time-budget $TARGET_BUDGET_S"; else T_LEN="--steps ${TARGET_STEPS:-5550}"; fi
+if [ -n "${DRAFT_BUDGET_S:-}" ]; then D_LEN="--time-budget $DRAFT_BUDGET_S"; else D_LEN="--steps ${DRAFT_STEPS:-1650}"; fi
 
-$PY datasets/train.py --model course-llama $T_LEN --lr 2e-3 \
+$PY datasets/train.py --model course-llama $T_LEN --lr 2e-3 --dropout 0.1 \
     --out "$MODELS/course-llama" --log-dir "$LOGS" $EXTRA
 $PY datasets/train.py --model course-llama-draft $D_LEN --lr 3e-3 \
     --teacher "$MODELS/course-llama" --out "$MODELS/course-llama-draft" --log-dir "$LOGS" $EXTRA

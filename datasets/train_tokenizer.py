@@ -2,9 +2,12 @@
 
     python datasets/train_tokenizer.py
 
-Reads datasets/.cache/corpus/train.txt (from build_corpus.py) and datasets/eval/eval.txt. Writes
+Reads datasets/.cache/corpus/{train,train_extra}.txt (from build_corpus.py) and
+datasets/eval/eval.txt. The BPE is trained on train.txt alone (the five sources that also make
+the eval slice), so the train-only sources change the token stream but not the tokenizer. Writes
   datasets/tokenizer/               tokenizer.json + tokenizer_config.json (committed)
-  datasets/.cache/tokens/train.npy  uint16 token ids of the training split (not committed)
+  datasets/.cache/tokens/train.npy  uint16 token ids of train.txt, then train_extra.txt (not
+                                    committed)
   datasets/.cache/tokens/eval.npy   uint16 token ids of the eval slice (not committed)
 
 Byte-level BPE round-trips any string exactly (no normalizer, no unknown token). Id 0 is
@@ -75,17 +78,21 @@ def main() -> None:
     args = parser.parse_args()
     if args.vocab_size > 65536:
         raise ValueError("token ids are stored as uint16: vocab_size must be <= 65536")
-    train_text = (CACHE / "corpus" / "train.txt").read_text(encoding="utf-8")
-    eval_text = (HERE / "eval" / "eval.txt").read_text(encoding="utf-8")
-    tok = train_bpe(train_text, args.vocab_size)
+    texts = {name: (CACHE / "corpus" / f"{name}.txt").read_text(encoding="utf-8")
+             for name in ("train", "train_extra")}
+    texts["eval"] = (HERE / "eval" / "eval.txt").read_text(encoding="utf-8")
+    tok = train_bpe(texts["train"], args.vocab_size)
     save_hf(tok, HERE / "tokenizer")
+    ids = {name: encode(tok, text) for name, text in texts.items()}
+    for name, text in texts.items():
+        print(f"{name}: {len(text.encode()):,d} bytes -> {len(ids[name]):,d} tokens "
+              f"({len(text.encode()) / len(ids[name]):.2f} bytes/token)")
     tokens = CACHE / "tokens"
     tokens.mkdir(parents=True, exist_ok=True)
-    for name, text in (("train", train_text), ("eval", eval_text)):
-        ids = encode(tok, text)
-        np.save(tokens / f"{name}.npy", ids)
-        print(f"{name}: {len(text.encode()):,d} bytes -> {len(ids):,d} tokens "
-              f"({len(text.encode()) / len(ids):.2f} bytes/token)")
+    train_ids = np.concatenate([ids["train"], ids["train_extra"]])
+    np.save(tokens / "train.npy", train_ids)
+    np.save(tokens / "eval.npy", ids["eval"])
+    print(f"train.npy: {len(train_ids):,d} tokens, eval.npy: {len(ids['eval']):,d} tokens")
 
 
 if __name__ == "__main__":
