@@ -230,6 +230,17 @@ def exp_inside_a_kernel(x):
     _SMUGGLED["x"] = x
     _torch_in_the_body[(1,)](x)
     return _SMUGGLED["out"]
+
+
+def exp_in_the_grid(x):
+    y = torch.empty_like(x)
+
+    def grid(meta):  # the launch calls this Python inside JITFunction.run
+        _SMUGGLED["out"] = torch.exp(x)
+        return (1,)
+
+    _copy_kernel[grid](x, y, x.numel(), BLOCK=8)
+    return _SMUGGLED["out"]
 """
 
 ALLOWLIST_CHILD = r"""
@@ -237,7 +248,7 @@ import json, sys, torch
 from autograder.worker.accounting import Accountant
 from autograder.host.spec import AccountingRules
 sys.path.insert(0, sys.argv[1])
-from kpkg.kern import copy, copy_then_exp, exp_inside_a_kernel, read_every_element, sum_in_numpy, sum_on_host
+from kpkg.kern import copy, copy_then_exp, exp_in_the_grid, exp_inside_a_kernel, read_every_element, sum_in_numpy, sum_on_host
 
 rules = AccountingRules(require_kernels=("kpkg",), compute_in_kernels=True)
 x = torch.arange(8.0)
@@ -246,9 +257,12 @@ cases = {"kernel_only": lambda: copy(x.reshape(2, 4).reshape(-1).contiguous()),
                    "exp_beside_kernel": lambda: copy_then_exp(x),
                    "scalars": lambda: read_every_element(torch.arange(64.0)),
                    "numpy": lambda: sum_in_numpy(x),
-                   "torch_in_kernel_body": lambda: exp_inside_a_kernel(x)}
+                   "torch_in_kernel_body": lambda: exp_inside_a_kernel(x),
+                   "torch_in_grid": lambda: exp_in_the_grid(x)}
 if sys.argv[2:] == ["cuda"]:
-    cases = {"cpu_side_door": lambda: sum_on_host(x.cuda())}
+    xc = x.cuda()
+    cases = {"kernel_only": lambda: copy(xc), "cpu_side_door": lambda: sum_on_host(xc),
+             "torch_in_grid": lambda: exp_in_the_grid(xc)}
 for case, body in cases.items():
     acct = Accountant(rules, "kpkg", rules.require_kernels)
     acct.begin()
@@ -282,11 +296,16 @@ def test_a_kernel_exercise_may_only_allocate_view_copy_and_cast_outside_its_kern
     assert "read 64 scalars" in out["scalars"]
     assert "a tensor left torch" in out["numpy"]
     assert "aten::exp" in out["torch_in_kernel_body"]  # an interpreted body is no hiding place
+    assert "aten::exp" in out["torch_in_grid"]  # nor is a grid callable
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-def test_a_kernel_exercise_moving_a_gpu_tensor_to_the_host_fails(tmp_path):
+def test_on_cuda_a_compiled_launch_exempts_nothing_and_moving_a_gpu_tensor_to_the_host_fails(tmp_path):
+    """A compiled launch issues no dispatcher op (the kernel alone passes with nothing exempt), the
+    Python it runs is accounted (torch.exp in a grid callable), and .cpu() of a GPU tensor is named."""
     out = _kpkg_child(tmp_path, ALLOWLIST_CHILD, "cuda", interpret=False)
+    assert out["kernel_only"] == ""
+    assert "aten::exp" in out["torch_in_grid"]
     line = KERNEL_MODULE.splitlines().index("    return x.cpu().sum()") + 1
     assert "moved a GPU tensor to the host" in out["cpu_side_door"] and f"kpkg/kern.py:{line}" in out["cpu_side_door"]
 

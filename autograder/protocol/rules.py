@@ -127,8 +127,8 @@ def within(module: str, prefix: str) -> bool:
 class Ledger:
     """What one test's submission ran. ops / device_kernels: name -> count; launches: qualified
     Triton kernel names (module.function) -> count; own_kernels: kernel name -> defining module of
-    the package's Triton kernels; outside_ops: dispatcher ops that ran outside the package's own
-    kernel launches (kept for kernel exercises); sites: op short name -> "file:line" of the
+    the package's Triton kernels; outside_ops: the dispatcher ops that ran outside the package's
+    kernels, i.e. all of them (no launch is exempt; kept for kernel exercises); sites: op short name -> "file:line" of the
     package's code that called it (best effort, for the reason shown to the student)."""
 
     ops: Counter = field(default_factory=Counter)

@@ -19,25 +19,25 @@ Three ledgers per test, all kept outside `autograder.testing.oracle()` blocks:
 A forbidden op or kernel, or a required kernel that never ran, fails the test with a reason
 naming it. Rules come from the spec's `[accounting]` table and the `kernels` test mark.
 
-In a kernel exercise (`compute_in_kernels`) each launch of one of the package's own kernels is a
-profiler scope (KERNEL_SCOPE): the dispatcher ops outside every such scope go to the ledger's
-`outside_ops`, which the judge checks against the allowlist; ops inside (the Triton interpreter's
-own tensor work under TRITON_INTERPRET=1) belong to the kernel. A torch-function mode notes where
-in the package each torch function was first called, so that a refused op can be shown with the
-line that called it (best effort: it decides nothing).
+In a kernel exercise (`compute_in_kernels`) every dispatcher op of the test goes to the ledger's
+`outside_ops`, which the judge checks against the allowlist: a compiled Triton launch issues no
+dispatcher op of its own, and none is exempt, because the Python that a launch runs (a grid
+callable, pre-run and launch hooks, an argument's `data_ptr`, an interpreted kernel body) is the
+submission's and could compute in torch. A torch-function mode notes where in the package each
+torch function was first called, so that a refused op can be shown with the line that called it
+(best effort: it decides nothing).
 """
 
 from __future__ import annotations
 
-import bisect
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from autograder.protocol.rules import DISPATCHER_OP, AccountingRules, Ledger, forbidden_hits, verdict, within
-from autograder.worker.launches import KERNEL_SCOPE, install_launch_hook, own_kernel_names
+from autograder.worker.launches import install_launch_hook, own_kernel_names
 from autograder.worker.sites import Sites, short_name
 
 MAX_SITES = 256
@@ -62,13 +62,12 @@ class _Session:
         self._prof._start_trace()
 
     def stop(self) -> tuple[Counter, Counter, Counter, Counter] | None:
-        """(host op names, device kernel names, dispatcher ops outside the package's kernel
-        launches, device nanoseconds per kernel name), or None when someone else ended the session."""
+        """(host op names, device kernel names, dispatcher ops, device nanoseconds per kernel name),
+        or None when someone else ended the session."""
         if not self._torch.autograd._profiler_enabled():
             return None
         results = self._torch.autograd._disable_profiler()  # raw events: no FunctionEvent tree to build
-        host, device, device_ns, ops = Counter(), Counter(), Counter(), []
-        spans: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        host, device, device_ns, ops = Counter(), Counter(), Counter(), Counter()
         for event in results.events():
             name = event.name()
             if event.device_type() != self._torch.autograd.DeviceType.CPU:
@@ -78,23 +77,9 @@ class _Session:
                 device_ns[name] += max(0, event.duration_ns())
                 continue
             host[name] += 1
-            if name == KERNEL_SCOPE:
-                spans[event.start_thread_id()].append((event.start_ns(), event.start_ns() + event.duration_ns()))
-            elif DISPATCHER_OP.match(name) and not name.startswith("autograder::"):
-                ops.append((name, event.start_thread_id(), event.start_ns()))
-        return host, device, _outside(ops, spans), device_ns
-
-
-def _outside(ops: list[tuple[str, int, int]], spans: dict[int, list[tuple[int, int]]]) -> Counter:
-    """The ops (name, thread, start) that started outside every span of their thread."""
-    starts = {thread: sorted(s) for thread, s in spans.items()}
-    outside: Counter = Counter()
-    for name, thread, start in ops:
-        thread_spans = starts.get(thread, [])
-        i = bisect.bisect_right(thread_spans, (start, float("inf"))) - 1
-        if i < 0 or start > thread_spans[i][1]:
-            outside[name] += 1
-    return outside
+            if DISPATCHER_OP.match(name) and not name.startswith("autograder::"):
+                ops[name] += 1
+        return host, device, ops, device_ns
 
 
 class Accountant:
@@ -106,7 +91,6 @@ class Accountant:
         self._session: _Session | None = None
         self._pause_depth = 0
         self._audit_cuda: bool | None = None  # set while `audit` runs
-        self.in_launch = 0  # > 0 inside a launch of the package's own kernel
         self._sites: Sites | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -191,16 +175,11 @@ class Accountant:
         if self.recording:
             self.ledger.launches[qualified_name] += 1
 
-    def scopes_launch(self, module: str) -> bool:
-        """Whether a launch of a kernel defined in `module` is one of the package's own, to be
-        scoped so that the ops inside it belong to the kernel."""
-        return self.rules.compute_in_kernels and self.recording and within(module, self.package)
-
     def note_site(self, name: str, args: tuple = (), kwargs: dict | None = None) -> None:
         """Where in the package the torch function `name` was first called; and, in a kernel
         exercise, a device tensor the package moves to the host (`.cpu()`, `.numpy()`,
         `.tolist()`, `.to("cpu")`: the side door around the kernels on CUDA)."""
-        if self.in_launch or not self.recording:
+        if not self.recording:
             return
         key = short_name(name)
         leaves = key in LEAVING_DEVICE or (key == "to" and _to_host(args, kwargs or {}))

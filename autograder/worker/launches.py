@@ -2,10 +2,9 @@
 
 The hook wraps the launch entry of Triton's kernel classes (`JITFunction.run` on CUDA,
 `InterpretedFunction.run` under TRITON_INTERPRET=1) once per process: each launch is recorded in
-the ledger of the test now running, and a launch of the package's own kernel in a kernel exercise
-runs inside a profiler scope (KERNEL_SCOPE), so that the ops inside it belong to the kernel. Only
-compiled launches are scoped: under TRITON_INTERPRET=1 the kernel body is Python that could call
-torch itself, so every op there is accounted like any other.
+the ledger of the test now running. No launch is a scope whose ops are exempt from the accounting:
+the Python a launch runs (a grid callable, pre-run and launch hooks, an argument's `data_ptr`, and
+under TRITON_INTERPRET=1 the kernel body itself) is the submission's and could call torch.
 """
 
 from __future__ import annotations
@@ -15,8 +14,6 @@ from collections.abc import Callable
 from typing import Any
 
 from autograder.protocol.rules import within
-
-KERNEL_SCOPE = "autograder::kernel"
 
 
 def own_kernel_names(package: str) -> dict[str, str]:
@@ -64,25 +61,14 @@ def install_launch_hook(current: Callable[[], Any]) -> None:
             continue
         original = cls.run
 
-        def run(self, *args, __original=original, cls_name=cls.__name__, **kwargs):
+        def run(self, *args, __original=original, **kwargs):
             accountant = current()
             if accountant is None or kwargs.get("warmup", False):
                 return __original(self, *args, **kwargs)
             fn = getattr(self, "fn", None)
             module = getattr(fn, "__module__", "?")
             accountant.record_launch(f"{module}.{getattr(fn, '__name__', '?')}")
-            # Only a compiled launch is scoped: an interpreted kernel's body is plain Python that
-            # could call torch itself (the references need no exemption under the interpreter).
-            if cls_name != "JITFunction" or not accountant.scopes_launch(module):
-                return __original(self, *args, **kwargs)
-            import torch
-
-            accountant.in_launch += 1
-            try:
-                with torch.autograd.profiler.record_function(KERNEL_SCOPE):
-                    return __original(self, *args, **kwargs)
-            finally:
-                accountant.in_launch -= 1
+            return __original(self, *args, **kwargs)
 
         cls.run = run
         _HOOKED.add(cls)
