@@ -8,6 +8,9 @@
   TorchFunctionMode). In the judge, calling it runs it in the worker with the arguments copied
   there, and returns its result as judge values; in the worker it is the plain function. What it
   returns is as untrusted as anything else from the worker: check it in the judge.
+- `tolerances(folder)`: the numerical contract of an assignment (`[tolerances]` of the
+  assignment.toml in `folder`): what is compared -> the rtol/atol of `torch.testing.assert_close`.
+  The handout prints the same table, so a tolerance a test uses is one the student was told.
 """
 
 from __future__ import annotations
@@ -46,6 +49,24 @@ def oracle() -> Iterator[None]:
         if acct is not None:
             stack.enter_context(acct.paused())
         yield
+
+
+def tolerances(folder: str | os.PathLike[str]) -> Callable[[str], dict[str, float]]:
+    """tol(name) -> {"rtol": r, "atol": a} from the [tolerances] table of `folder`/assignment.toml;
+    a name that is not in the table raises KeyError naming the known ones."""
+    import tomllib
+    from pathlib import Path
+
+    from autograder.host.spec import parse_tolerances
+
+    table = parse_tolerances(tomllib.loads((Path(folder) / "assignment.toml").read_text()).get("tolerances", {}))
+
+    def tol(name: str) -> dict[str, float]:
+        if name not in table:
+            raise KeyError(f"no tolerance {name!r} in assignment.toml [tolerances]; known: {sorted(table)}")
+        return table[name].kwargs()
+
+    return tol
 
 
 def in_worker(fn: F) -> F:

@@ -43,6 +43,34 @@ def test_invalid_spec_names_the_problem(changes, message):
         parse_spec(_with(**changes))
 
 
+@pytest.mark.parametrize("entry, message", [
+    ({"rtol": 1e-5}, "rtol = x, atol = y"),
+    ({"rtol": 1e-5, "atol": 1e-6, "tolerance": 1}, "rtol = x, atol = y"),
+    ({"rtol": "1e-5", "atol": 1e-6}, "expected"),
+    ({"rtol": -1e-5, "atol": 1e-6}, "finite number >= 0"),
+    ({"rtol": 1e-5, "atol": float("inf")}, "finite number >= 0"),
+])
+def test_a_malformed_tolerance_is_rejected_with_its_name(entry, message):
+    data = _with()
+    data["tolerances"] = {"softmax, fp32": entry}
+    with pytest.raises(ValueError, match=message) as err:
+        parse_spec(data)
+    assert "softmax, fp32" in str(err.value)
+
+
+def test_tolerances_parse_into_assert_close_arguments(tmp_path):
+    from autograder.testing import tolerances
+
+    (tmp_path / "assignment.toml").write_text(
+        '[tolerances]\n"residual sum" = { rtol = 0, atol = 0, note = "exact" }\n'
+        '"softmax, fp32" = { rtol = 1e-5, atol = 1e-6 }\n')
+    tol = tolerances(tmp_path)
+    assert tol("softmax, fp32") == {"rtol": 1e-5, "atol": 1e-6}
+    assert tol("residual sum") == {"rtol": 0.0, "atol": 0.0}
+    with pytest.raises(KeyError, match="known: \\['residual sum', 'softmax, fp32'\\]"):
+        tol("softmax, fp64")
+
+
 def test_threshold_easier_full_bar_is_rejected():
     data = _with()
     data["perf"] = {"m": {"better": "higher", "thresholds": {"cpu": {"pass": 4, "full": 2}}}}

@@ -44,6 +44,15 @@ def grading_section(spec: AssignmentSpec, tests: list[ExpectedTest]) -> str:
                 unit = metric.unit if metric.unit in ("x", "%") else f" {metric.unit}" if metric.unit else ""
                 lines.append(f"| `{name}` | {metric.description} | {better} | {tag} | {bar.pass_bar:g}{unit} | "
                              f"{bar.full_bar:g}{unit} |")
+    if spec.tolerances:
+        lines += ["", "### Numerical tolerances", "",
+                  ("Each correctness test compares your output with its oracle by "
+                   "`torch.testing.assert_close(actual, expected, rtol=..., atol=...)`, which passes when "
+                   "|actual - expected| <= atol + rtol * |expected| elementwise, at one of these tolerances "
+                   "(the tests read them from `assignment.toml`):"), "",
+                  "| compared | rtol | atol | why |", "|---|---|---|---|"]
+        for name, t in spec.tolerances.items():
+            lines.append(f"| {name} | {t.rtol:g} | {t.atol:g} | {t.note} |")
     return "\n".join([*lines, END])
 
 

@@ -44,6 +44,26 @@ class PerfMetric:
 
 
 @dataclass(frozen=True)
+class Tolerance:
+    """One entry of the numerical contract: a test compares with
+    `torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol)`, i.e. elementwise
+    |actual - expected| <= atol + rtol * |expected|. `note` says why it is this loose or tight."""
+
+    rtol: float
+    atol: float
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        for name, value in (("rtol", self.rtol), ("atol", self.atol)):
+            if not 0.0 <= value < float("inf"):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+
+    def kwargs(self) -> dict[str, float]:
+        """The keyword arguments of torch.testing.assert_close."""
+        return {"rtol": self.rtol, "atol": self.atol}
+
+
+@dataclass(frozen=True)
 class Limits:
     test_timeout_s: float = 120.0
     file_timeout_s: float = 900.0
@@ -69,6 +89,7 @@ class AssignmentSpec:
     limits: Limits = field(default_factory=Limits)
     perf: dict[str, PerfMetric] = field(default_factory=dict)
     accounting: AccountingRules = field(default_factory=AccountingRules)
+    tolerances: dict[str, Tolerance] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.match(self.id):
@@ -146,6 +167,21 @@ def _parse_accounting(table: dict[str, Any]) -> AccountingRules:
                            allow_ops=tuple(allow.items()), min_kernel_share=float(share))
 
 
+def parse_tolerances(table: dict[str, Any]) -> dict[str, Tolerance]:
+    """[tolerances]: "what is compared" = { rtol = x, atol = y, note = "why" }."""
+    tolerances = {}
+    for name, entry in table.items():
+        where = f"[tolerances] {name!r}"
+        if not isinstance(entry, dict) or {"rtol", "atol"} - entry.keys() or entry.keys() - {"rtol", "atol", "note"}:
+            raise ValueError(f'{where}: expected {{ rtol = x, atol = y, note = "why" }} (note optional), got {entry!r}')
+        rtol, atol = (_expect(entry, key, (int, float), where) for key in ("rtol", "atol"))
+        try:
+            tolerances[name] = Tolerance(float(rtol), float(atol), str(entry.get("note", "")))
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+    return tolerances
+
+
 def parse_spec(data: dict[str, Any]) -> AssignmentSpec:
     """Build a spec from a parsed TOML document; raise ValueError naming the bad key."""
     head = data.get("assignment")
@@ -172,6 +208,7 @@ def parse_spec(data: dict[str, Any]) -> AssignmentSpec:
         limits=limits,
         perf=perf,
         accounting=accounting,
+        tolerances=parse_tolerances(data.get("tolerances", {})),
     )
 
 

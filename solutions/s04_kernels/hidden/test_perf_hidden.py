@@ -52,7 +52,7 @@ def _report(name, nbytes, t_kernel, t_eager, copy_bw):
 
 
 @pytest.mark.points(2)
-def test_fused_add_rmsnorm_bandwidth(perf):
+def test_fused_add_rmsnorm_bandwidth(perf, tol):
     m, n, dtype = 16384, 8192, torch.bfloat16
     x, res = _randn((m, n), 0, dtype), _randn((m, n), 1, dtype)
     w = _randn((n,), 2, dtype) * 0.1 + 1
@@ -65,8 +65,8 @@ def test_fused_add_rmsnorm_bandwidth(perf):
     t, (out, new_res) = _timed(submission("fused_add_rmsnorm", x, res, w, eps=1e-6))
     with oracle():  # the eager baseline is not audited
         t_eager, ref = _timed(eager)
-    torch.testing.assert_close(out, ref, rtol=1e-2, atol=1e-2)  # outputs of timed runs
-    torch.testing.assert_close(new_res, x + res, rtol=0, atol=0)
+    torch.testing.assert_close(out, ref, **tol("rmsnorm, bf16"))  # outputs of timed runs
+    torch.testing.assert_close(new_res, x + res, **tol("residual sum"))
     nbytes = 4 * x.numel() * x.element_size() + w.numel() * w.element_size()
     frac = _report("fused_add_rmsnorm bf16 16384x8192", nbytes, t, t_eager,
                    copy_bandwidth(x.numel() * x.element_size()))
@@ -74,12 +74,12 @@ def test_fused_add_rmsnorm_bandwidth(perf):
 
 
 @pytest.mark.points(2)
-def test_softmax_bandwidth(perf):
+def test_softmax_bandwidth(perf, tol):
     x = 4 * _randn((16384, 8192), 3, torch.float32)
     t, y = _timed(submission("softmax", x))
     with oracle():
         t_eager, ref = _timed(lambda: torch.softmax(x, -1))
-    torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(y, ref, **tol("softmax, fp32"))
     copy_bw = copy_bandwidth(x.numel() * x.element_size())
     frac = _report("softmax fp32 16384x8192", 2 * x.numel() * 4, t, t_eager, copy_bw)
     # Vocabulary-sized rows take the two-pass path; reported, not graded.
@@ -87,20 +87,20 @@ def test_softmax_bandwidth(perf):
     t, y = _timed(submission("softmax", logits))
     with oracle():
         t_eager, ref = _timed(lambda: torch.softmax(logits, -1))
-    torch.testing.assert_close(y, ref, rtol=1e-4, atol=1e-7)
+    torch.testing.assert_close(y, ref, **tol("softmax, fp32, long rows"))
     _report("softmax fp32 512x128256 (two passes, counted as one)", 2 * logits.numel() * 4,
             t, t_eager, copy_bw)
     perf.record("softmax_bw_fraction", frac)
 
 
 @pytest.mark.points(2)
-def test_swiglu_bandwidth(perf):
+def test_swiglu_bandwidth(perf, tol):
     gate = _randn((16384, 14336), 5, torch.bfloat16)
     up = _randn((16384, 14336), 6, torch.bfloat16)
     t, y = _timed(submission("swiglu", gate, up))
     with oracle():
         t_eager, ref = _timed(lambda: F.silu(gate) * up)
-    torch.testing.assert_close(y, ref, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(y, ref, **tol("swiglu, bf16"))
     nbytes = 3 * gate.numel() * gate.element_size()
     frac = _report("swiglu bf16 16384x14336", nbytes, t, t_eager,
                    copy_bandwidth(gate.numel() * gate.element_size()))
