@@ -11,7 +11,7 @@ MAX    ?= 40
 MUTATION_STAMP := $(VENV)/.mutation-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 GRADE_FLAGS := $(if $(SOLUTION),--solution,) --json results/results.json --junit results/junit.xml --markdown results/summary.md
 
-.PHONY: grade test assignments check setup datasets datasets-check clean help release mutation
+.PHONY: grade test assignments check setup datasets datasets-check clean help release mutation figures
 
 help:
 	@echo "make grade [A=<id>] [SOLUTION=1]   grade assignments/ (or the reference solution)"
@@ -19,6 +19,7 @@ help:
 	@echo "make assignments                   regenerate assignments/ from solutions/"
 	@echo "make check                         check the course invariants"
 	@echo "make mutation A=<id> [MAX=40]      mutation-test the reference (writes solutions/<id>/mutation.toml)"
+	@echo "make figures                       rebuild the course figures (course/figures/png/) from the references"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,6 +41,11 @@ assignments: $(STAMP)
 
 check: $(STAMP)
 	$(PY) -m autograder check
+
+# Every figure is computed from named data (a reference solution's output, a config, a seeded
+# example); CPU only, ~15 s. The PNGs are deterministic: a rebuild rewrites the same bytes.
+figures: $(STAMP)
+	$(PY) -m course.figures
 
 # Mechanical mutation testing (cosmic-ray, the `mutation` extra, installed here only): a seeded sample of
 # MAX mutants inside the solution regions, each graded in full; survivors go to solutions/<id>/mutation.toml.

@@ -1,0 +1,9 @@
+"""The course's figures, each computed from named data (a reference solution's output, a config,
+a seeded example) and drawn to course/figures/png/. Rebuild all with `make figures`.
+
+Every module has `data()` (the plotted numbers; tests/test_figures.py checks them against an
+independent source) and `draw(data, path)`.
+"""
+
+FIGURES = ("fp_formats", "rope_pairs", "causal_mask", "roofline", "flash_tiling", "paged_slots",
+           "prefix_cache", "batching")
