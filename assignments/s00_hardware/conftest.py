@@ -1,6 +1,6 @@
 """Shared fixtures for s00_hardware: oracles for the formats and a guard against casting shortcuts."""
 
-from __future__ import annotations
+from __future__ import annotations  # noqa: I001 (the grader's imports first, then the package)
 
 import pytest
 import torch

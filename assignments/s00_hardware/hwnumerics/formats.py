@@ -114,7 +114,7 @@ def to_bits(x: Tensor, fmt: FloatFormat) -> Tensor:
     """
     if x.dtype != torch.float32:
         raise ValueError(f"to_bits expects float32 input, got {x.dtype}")
-    raise NotImplementedError("s00.4: to_bits")
+    raise NotImplementedError("s00.5: to_bits")
 
 
 def from_bits(bits: Tensor, fmt: FloatFormat) -> Tensor:
@@ -124,7 +124,7 @@ def from_bits(bits: Tensor, fmt: FloatFormat) -> Tensor:
     mantissa * 2**(1 - bias - man_bits); the format's infinities and NaNs decode to float32 inf and
     NaN with their sign. No cast through a low-precision torch dtype.
     """
-    raise NotImplementedError("s00.5: from_bits")
+    raise NotImplementedError("s00.6: from_bits")
 
 
 def round_to_format(x: Tensor, fmt: FloatFormat) -> Tensor:

@@ -20,7 +20,7 @@ def copy_bandwidth(
     `dst.copy_(src)` with `benchmark` (looked up as this module's global, flush_l2=True), and
     return 2 * nbytes / median_s. (An H200 copies at about 4.3e12 B/s counted this way.)
     """
-    raise NotImplementedError("s00.6: copy_bandwidth")
+    raise NotImplementedError("s00.7: copy_bandwidth")
 
 
 def gemm_tflops(
@@ -37,4 +37,4 @@ def gemm_tflops(
     `torch.matmul(a, b)` with `benchmark` (this module's global, flush_l2=True); return
     2 * n**3 / median_s / 1e12.
     """
-    raise NotImplementedError("s00.7: gemm_tflops")
+    raise NotImplementedError("s00.8: gemm_tflops")

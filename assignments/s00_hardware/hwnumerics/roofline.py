@@ -44,7 +44,7 @@ def ridge_point(device: DeviceSpec, dtype: str) -> float:
 
     Example: H100 SXM bf16 = 989e12 FLOP/s / 3.35e12 B/s ~ 295 FLOP/byte.
     """
-    raise NotImplementedError("s00.8: ridge_point")
+    raise NotImplementedError("s00.16: ridge_point")
 
 
 def attainable_flops(device: DeviceSpec, dtype: str, intensity: float) -> float:
@@ -52,7 +52,7 @@ def attainable_flops(device: DeviceSpec, dtype: str, intensity: float) -> float:
 
     ValueError if intensity is negative.
     """
-    raise NotImplementedError("s00.9: attainable_flops")
+    raise NotImplementedError("s00.17: attainable_flops")
 
 
 def analyze(work: Workload, device: DeviceSpec, dtype: str) -> RooflinePoint:
@@ -61,4 +61,4 @@ def analyze(work: Workload, device: DeviceSpec, dtype: str) -> RooflinePoint:
     bound is "compute" when the intensity is at or above the ridge point, else "memory".
     min_time_s is the time neither roof can beat: max(work.flops / peak, work.bytes / bandwidth).
     """
-    raise NotImplementedError("s00.10: analyze")
+    raise NotImplementedError("s00.18: analyze")

@@ -32,7 +32,7 @@ class ScaledTensor:
 
 def _scale_from_amax(amax: Tensor, fmt: FloatFormat) -> Tensor:
     """float32 scale = amax / max_finite; an all-zero group gets scale 1 (not 0, which gives NaN)."""
-    raise NotImplementedError("s00.11: _scale_from_amax")
+    raise NotImplementedError("s00.19: _scale_from_amax")
 
 
 def quantize_per_tensor(x: Tensor, fmt: FloatFormat = FP8_E4M3) -> ScaledTensor:
@@ -42,7 +42,7 @@ def quantize_per_tensor(x: Tensor, fmt: FloatFormat = FP8_E4M3) -> ScaledTensor:
     bits = to_bits(x / scale, fmt) with the division done in float32.
     ValueError if x is not float32 or holds a non-finite value.
     """
-    raise NotImplementedError("s00.12: quantize_per_tensor")
+    raise NotImplementedError("s00.20: quantize_per_tensor")
 
 
 def quantize_per_block(x: Tensor, block_size: int, fmt: FloatFormat = FP8_E4M3) -> ScaledTensor:
@@ -53,12 +53,12 @@ def quantize_per_block(x: Tensor, block_size: int, fmt: FloatFormat = FP8_E4M3) 
     in float32 (1.0 for an all-zero block), and those elements are stored as
     to_bits(x_elem / scale[..., j], fmt). ValueError as in quantize_per_tensor.
     """
-    raise NotImplementedError("s00.13: quantize_per_block")
+    raise NotImplementedError("s00.21: quantize_per_block")
 
 
 def dequantize(t: ScaledTensor) -> Tensor:
     """float32 approximation of the original tensor: from_bits(bits) * scale (broadcast per block)."""
-    raise NotImplementedError("s00.14: dequantize")
+    raise NotImplementedError("s00.22: dequantize")
 
 
 def _check_input(x: Tensor) -> None:

@@ -38,19 +38,19 @@ class BenchStats:
 
 def _percentile(sorted_times: Sequence[float], q: float) -> float:
     """q in [0, 1]; linear interpolation between the two nearest ranks (numpy's default)."""
-    raise NotImplementedError("s00.15: _percentile")
+    raise NotImplementedError("s00.23: _percentile")
 
 
 def summarize(times_s: Sequence[float]) -> BenchStats:
     """BenchStats of per-repetition times. The median of an even count is the mean of the middle
     two. ValueError if times_s is empty.
     """
-    raise NotImplementedError("s00.16: summarize")
+    raise NotImplementedError("s00.24: summarize")
 
 
 def _time_cpu(fn: Callable[[], object], warmup: int, reps: int) -> list[float]:
     """Call fn `warmup` times untimed, then `reps` times, each bracketed by time.perf_counter()."""
-    raise NotImplementedError("s00.17: _time_cpu")
+    raise NotImplementedError("s00.25: _time_cpu")
 
 
 def _time_cuda(
@@ -62,7 +62,7 @@ def _time_cuda(
     so every rep starts with a cold L2 (as a kernel inside a real model would). Synchronise once
     after all reps, then read the event pairs (elapsed_time is in milliseconds).
     """
-    raise NotImplementedError("s00.18: _time_cuda")
+    raise NotImplementedError("s00.26: _time_cuda")
 
 
 def benchmark(
@@ -83,4 +83,4 @@ def benchmark(
             so that a test can substitute a fake clock; flush_l2 is ignored.
     ValueError if warmup < 0 or reps < 1.
     """
-    raise NotImplementedError("s00.19: benchmark")
+    raise NotImplementedError("s00.27: benchmark")

@@ -22,7 +22,7 @@ def gemm_workload(m: int, n: int, k: int, dtype_bytes: float) -> Workload:
     flops = 2 * m * n * k;  bytes = (m*k + k*n + m*n) * dtype_bytes.
     ValueError if a size is not positive.
     """
-    raise NotImplementedError("s00.20: gemm_workload")
+    raise NotImplementedError("s00.28: gemm_workload")
 
 
 def gemv_workload(n_out: int, n_in: int, dtype_bytes: float, batch: int = 1) -> Workload:
@@ -31,7 +31,7 @@ def gemv_workload(n_out: int, n_in: int, dtype_bytes: float, batch: int = 1) -> 
     The decode-time linear layer: at batch 1 every weight is read to do 2 FLOPs, so the
     intensity is about 2 / dtype_bytes FLOP/byte.
     """
-    raise NotImplementedError("s00.21: gemv_workload")
+    raise NotImplementedError("s00.29: gemv_workload")
 
 
 def attention_prefill_workload(
@@ -53,7 +53,7 @@ def attention_prefill_workload(
     bytes = (2 * batch * n_heads + 2 * batch * n_kv_heads) * seq_len * head_dim * dtype_bytes
     (Q read and O written; K and V read once).
     """
-    raise NotImplementedError("s00.22: attention_prefill_workload")
+    raise NotImplementedError("s00.30: attention_prefill_workload")
 
 
 def attention_decode_workload(
@@ -73,4 +73,4 @@ def attention_decode_workload(
     (the K and V caches read once; q read and o written).
     The intensity is about n_heads / n_kv_heads / (dtype_bytes / 2): memory-bound at any batch.
     """
-    raise NotImplementedError("s00.23: attention_decode_workload")
+    raise NotImplementedError("s00.31: attention_decode_workload")

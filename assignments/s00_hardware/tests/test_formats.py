@@ -4,7 +4,6 @@ import math
 
 import pytest
 import torch
-
 from hwnumerics import BF16, FP8_E4M3, FP8_E5M2, FP16, to_bits
 
 ALL_FORMATS = [BF16, FP16, FP8_E4M3, FP8_E5M2]

@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from hwnumerics import BF16, FP8_E4M3, FP8_E5M2, FP16, round_to_format
 
 ALL_FORMATS = [BF16, FP16, FP8_E4M3, FP8_E5M2]

@@ -4,7 +4,6 @@ import math
 
 import pytest
 import torch
-
 from hwnumerics import FP8_E4M3, FP8_E5M2, dequantize, quantize_per_block, quantize_per_tensor
 
 

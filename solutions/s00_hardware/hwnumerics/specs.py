@@ -45,11 +45,14 @@ H200 = DeviceSpec("H200", dict(_HOPPER_PEAKS), mem_bw=4.8e12)
 class ModelSpec:
     """What one decode step of a decoder-only transformer must touch.
 
-    n_params: parameter count (all of them are read once per step).
+    n_params: total parameter count, embeddings included, a tied table counted once (what
+        `sum(p.numel() for p in model.parameters())` gives for an HF model).
     hidden: model width; with the usual n_heads * head_dim == hidden it sets the attention FLOPs.
     n_kv_heads, head_dim: shape of the K and V caches of one layer (GQA: n_kv_heads < n_heads).
+    vocab_size: rows of the input embedding table and of the LM head (each vocab_size x hidden).
     dtype_bytes: bytes per weight (2 for bf16, 1 for fp8, 0.5 for int4).
     kv_dtype_bytes: bytes per cached K or V element; None means the same as dtype_bytes.
+    tied_embeddings: True when the LM head reuses the input embedding table (one shared tensor).
     """
 
     name: str
@@ -58,16 +61,20 @@ class ModelSpec:
     n_kv_heads: int
     head_dim: int
     n_params: float
+    vocab_size: int
     dtype_bytes: float = 2.0
     kv_dtype_bytes: float | None = None
+    tied_embeddings: bool = False
 
     def __post_init__(self) -> None:
-        for attr in ("n_layers", "hidden", "n_kv_heads", "head_dim"):
+        for attr in ("n_layers", "hidden", "n_kv_heads", "head_dim", "vocab_size"):
             value = getattr(self, attr)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"ModelSpec {self.name!r}: {attr} must be a positive int, got {value!r}")
-        if not self.n_params > 0:
-            raise ValueError(f"ModelSpec {self.name!r}: n_params must be > 0, got {self.n_params}")
+        tables = (1 if self.tied_embeddings else 2) * self.vocab_size * self.hidden
+        if not self.n_params > tables:
+            raise ValueError(f"ModelSpec {self.name!r}: n_params must exceed the embedding table(s) "
+                             f"({tables} parameters), got {self.n_params}")
         if not self.dtype_bytes > 0:
             raise ValueError(f"ModelSpec {self.name!r}: dtype_bytes must be > 0, got {self.dtype_bytes}")
         if self.kv_dtype_bytes is not None and not self.kv_dtype_bytes > 0:

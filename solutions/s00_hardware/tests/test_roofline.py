@@ -1,7 +1,6 @@
 """Roofline: ridge points, attainable FLOP/s and verdicts, checked against hand arithmetic."""
 
 import pytest
-
 from hwnumerics import H100_SXM, H200, analyze, attainable_flops, gemm_workload, gemv_workload, ridge_point
 
 

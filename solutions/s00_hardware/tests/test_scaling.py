@@ -2,7 +2,6 @@
 
 import pytest
 import torch
-
 from hwnumerics import FP8_E4M3, dequantize, quantize_per_block, quantize_per_tensor
 
 
