@@ -154,6 +154,29 @@ def handouts(course: Course) -> None:
 
 
 @cli.command()
+@click.argument("results_json", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("question")
+@click.argument("points", type=float)
+@click.option("--comment", default="", help="feedback shown with the points")
+def manual(results_json: Path, question: str, points: float, comment: str) -> None:
+    """Record an instructor's POINTS for a written answer (QUESTION: <assignment>:<id>) in a
+    results.json written by `grade --json`; the total is updated in place."""
+    import json
+
+    from autograder.host.written import record_manual
+
+    data = json.loads(results_json.read_text())
+    try:
+        row = record_manual(data, question, points, comment)
+    except ValueError as e:
+        raise GraderError(str(e)) from None
+    tmp = results_json.with_name(results_json.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    tmp.replace(results_json)  # never a half-written results file
+    console.print(f"{row['name']}: {points:g}/{row['max_score']:g}; total now {data['score']:g}", highlight=False)
+
+
+@cli.command()
 @click.argument("aid")
 @click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
 @click.option("--gpu-only", is_flag=True, help="only the mutants marked gpu = true")

@@ -44,6 +44,13 @@ def grading_section(spec: AssignmentSpec, tests: list[ExpectedTest]) -> str:
                 unit = metric.unit if metric.unit in ("x", "%") else f" {metric.unit}" if metric.unit else ""
                 lines.append(f"| `{name}` | {metric.description} | {better} | {tag} | {bar.pass_bar:g}{unit} | "
                              f"{bar.full_bar:g}{unit} |")
+    if spec.written:
+        lines += ["", "### Written answers", "",
+                  ("Write each answer in its file below the question. An instructor grades it against a rubric; "
+                   "until then its points are *pending* and in no total the grader prints. An answer left "
+                   "empty earns 0 at once."), "",
+                  "| file | points | question |", "|---|---|---|"]
+        lines += [f"| `{w.answer}` | {w.points:g} | {w.question} |" for w in spec.written]
     if spec.tolerances:
         lines += ["", "### Numerical tolerances", "",
                   ("Each correctness test compares your output with its oracle by "

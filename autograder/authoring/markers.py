@@ -87,3 +87,17 @@ def strip_solutions(text: str, filename: str, prefix: str, counter: int) -> tupl
 
 def has_markers(text: str) -> bool:
     return any(BEGIN.match(line) or END.match(line) for line in text.splitlines())
+
+
+# Written answers (answers/<id>.md): the reference answer sits between these HTML comments and
+# becomes the placeholder in the student copy.
+MD_REGION = re.compile(r"<!--\s*BEGIN SOLUTION\s*-->.*?<!--\s*END SOLUTION\s*-->", re.DOTALL)
+MD_MARKER = re.compile(r"<!--\s*(BEGIN|END) SOLUTION\s*-->")
+
+
+def strip_answer(text: str, filename: str, placeholder: str) -> str:
+    """A written answer's student copy: each marked region replaced by `placeholder`."""
+    stripped = MD_REGION.sub(placeholder, text)
+    if MD_MARKER.search(stripped):
+        raise GraderError(f"{filename}: an unmatched BEGIN/END SOLUTION comment")
+    return stripped

@@ -1,7 +1,7 @@
 """Generate `assignments/<id>/` from `solutions/<id>/`, and tell whether it is up to date.
 
-Copied: everything but instructor-only files (`hidden/`, broken variants) and caches. Python files have their solution
-regions stripped (see `autograder.authoring.markers`). The generator works in memory, so the same function
+Copied: everything but instructor-only files (`hidden/`, rubrics, broken variants) and caches. Python files have their
+solution regions stripped (see `autograder.authoring.markers`), written answers (`answers/*.md`) their reference answer. The generator works in memory, so the same function
 serves writing the tree and checking that the committed tree is current.
 """
 
@@ -10,9 +10,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from autograder.authoring.markers import has_markers, strip_solutions
+from autograder.authoring.markers import MD_MARKER, has_markers, strip_answer, strip_solutions
 from autograder.host.course_files import INSTRUCTOR_ONLY, counts, instructor_only
 from autograder.host.repo import Course
+from autograder.host.written import PLACEHOLDER
 
 
 def _shipped_files(solution_dir: Path) -> list[Path]:
@@ -35,6 +36,8 @@ def render_release(solution_dir: Path, prefix: str) -> dict[Path, bytes]:
             text = data.decode()
             text, counter = strip_solutions(text, str(solution_dir / rel), prefix, counter)
             data = text.encode()
+        elif rel.suffix == ".md" and rel.parts[0] == "answers":
+            data = strip_answer(data.decode(), str(solution_dir / rel), PLACEHOLDER).encode()
         out[rel] = data
     return out
 
@@ -96,4 +99,6 @@ def leaked_solutions(tree: Path) -> list[str]:
             leaks.append(f"{rel}: instructor-only file")
         elif path.suffix == ".py" and path.is_file() and has_markers(path.read_text()):
             leaks.append(f"{rel}: contains solution markers")
+        elif path.suffix == ".md" and path.is_file() and MD_MARKER.search(path.read_text()):
+            leaks.append(f"{rel}: contains a written answer's solution markers")
     return leaks

@@ -9,7 +9,7 @@ from pathlib import Path
 
 CACHE_PARTS = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints", ".cache"})
 CACHE_SUFFIXES = frozenset({".pyc", ".pyo"})
-INSTRUCTOR_ONLY = ("hidden", "mutants.toml", "mutation.toml")  # never shipped to students, never staged as given files
+INSTRUCTOR_ONLY = ("hidden", "rubrics", "mutants.toml", "mutation.toml")  # never shipped to students, never staged as given files
 
 
 def counts(rel: Path) -> bool:
@@ -18,7 +18,7 @@ def counts(rel: Path) -> bool:
 
 
 def instructor_only(rel: Path) -> bool:
-    """Whether `rel` (relative to an assignment) is a hidden test or a list of broken variants."""
+    """Whether `rel` (relative to an assignment) is a hidden test, a rubric or a list of broken variants."""
     return any(part in INSTRUCTOR_ONLY for part in rel.parts)
 
 

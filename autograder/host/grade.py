@@ -31,6 +31,7 @@ from autograder.host.stage import (
     student_package,
     walk_no_links,
 )
+from autograder.host.written import grade_written
 from autograder.sandbox import Backend, RunRequest, select_backend
 
 GRADER_ROOT = Path(__file__).resolve().parents[2]  # the checkout holding autograder/
@@ -206,6 +207,8 @@ def grade_assignment(
             _probe_and_grade(job, files, workers, result, progress, import_timeout_s)
     finally:
         cleanup(root)
+    if only_files is None:
+        result.tests += grade_written(spec, source_dir)
     score_all(result.tests, spec, tag)
     result.wall_s = time.monotonic() - start
     return result

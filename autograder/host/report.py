@@ -15,9 +15,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from autograder.host.results import ERROR, FAILED, NOT_GRADED, PASSED, AssignmentResult, TestResult
+from autograder.host.results import ERROR, FAILED, MANUAL, NOT_GRADED, PASSED, AssignmentResult, TestResult
 
-STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", NOT_GRADED: "yellow"}
+STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", NOT_GRADED: "yellow", MANUAL: "cyan"}
 
 
 def _fmt(x: float) -> str:
@@ -34,6 +34,9 @@ def summary_line(result: AssignmentResult) -> str:
         gaps.append(f"{len(result.not_graded)} not graded here (needs other hardware)")
     if not result.hidden_available:
         gaps.append("hidden tests not run (student release)")
+    if result.pending:
+        points = sum(t.test.points for t in result.pending)
+        gaps.append(f"{_fmt(points)} points of {len(result.pending)} written answers pending an instructor's grading")
     if gaps:
         line += "; " + "; ".join(gaps)
     elif graded and passed == len(graded):
@@ -113,12 +116,14 @@ def gradescope(results: list[AssignmentResult], *, error: str | None = None) -> 
             output = "\n".join(filter(None, [t.reason, "; ".join(t.perf_notes), t.output]))
             tests.append({
                 "name": f"{result.id}: {t.test.nodeid}", "number": f"{result.id}.{n}",
+                # a pending written answer is 0 of 0 until `autograder manual` records its points
                 "score": round(t.score, 4), "max_score": t.max_score,
-                "status": "passed" if t.status == PASSED else "failed",
+                "status": {PASSED: "passed", MANUAL: "pending"}.get(t.status, "failed"),
                 "output": output[-4000:],
                 "tags": [result.id, "hidden" if t.test.hidden else "public"] + (["gpu"] if t.test.gpu else []),
                 "visibility": _visibility(t),
-                "extra_data": {"status": t.status, "metrics": t.metrics, "duration_s": t.duration_s},
+                "extra_data": {"status": t.status, "metrics": t.metrics, "duration_s": t.duration_s,
+                               "points": t.test.points},
             })
     output = "\n".join(line for r in results for line in [summary_line(r), *(f"note: {n}" for n in r.notes)])
     if error:
@@ -144,7 +149,7 @@ def write_junit(path: Path, results: list[AssignmentResult]) -> None:
                               skipped=str(len(result.not_graded)), time=f"{result.wall_s:.2f}")
         for t in result.tests:
             case = ET.SubElement(suite, "testcase", classname=result.id, name=t.test.nodeid, time=f"{t.duration_s:.3f}")
-            if t.status == NOT_GRADED:
+            if t.status in (NOT_GRADED, MANUAL):
                 ET.SubElement(case, "skipped", message=t.reason)
             elif t.status != PASSED:
                 node = ET.SubElement(case, "failure", message=t.reason.splitlines()[0][:200] if t.reason else t.status)
@@ -154,11 +159,12 @@ def write_junit(path: Path, results: list[AssignmentResult]) -> None:
 
 
 def markdown(results: list[AssignmentResult]) -> str:
-    lines = ["| assignment | score | passed | not graded here | time |", "|---|---|---|---|---|"]
+    lines = ["| assignment | score | passed | not graded here | pending (written) | time |", "|---|---|---|---|---|---|"]
     for r in results:
         graded = [t for t in r.tests if t.graded]
+        pending = sum(t.test.points for t in r.pending)
         lines.append(f"| {r.id} | {_fmt(r.score)}/{_fmt(r.max_score)} | {sum(t.status == PASSED for t in graded)}/{len(graded)} "
-                     f"| {len(r.not_graded)} | {r.wall_s:.0f} s |")
+                     f"| {len(r.not_graded)} | {_fmt(pending)} points | {r.wall_s:.0f} s |")
     lines.append("")
     lines += [f"- {summary_line(r)}" for r in results]
     failing = [(r.id, t) for r in results for t in r.tests if t.graded and t.status != PASSED]

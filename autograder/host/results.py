@@ -6,8 +6,10 @@ from dataclasses import dataclass, field
 
 from autograder.protocol.messages import Status
 
-# The one status vocabulary, as the plain strings records and reports carry.
+# The one status vocabulary, as the plain strings records and reports carry. MANUAL: a written
+# answer an instructor grades later (its points are pending, in no automatic total).
 PASSED, FAILED, ERROR, NOT_GRADED = (s.value for s in (Status.PASSED, Status.FAILED, Status.ERROR, Status.NOT_GRADED))
+MANUAL = "manual"
 
 
 @dataclass
@@ -42,7 +44,8 @@ class TestResult:
 
     @property
     def graded(self) -> bool:
-        return self.status != NOT_GRADED
+        """Scored by this run (a pending written answer and a test for other hardware are not)."""
+        return self.status not in (NOT_GRADED, MANUAL)
 
     @property
     def max_score(self) -> float:
@@ -71,4 +74,10 @@ class AssignmentResult:
 
     @property
     def not_graded(self) -> list[TestResult]:
-        return [t for t in self.tests if not t.graded]
+        """Tests this machine could not grade (they need other hardware)."""
+        return [t for t in self.tests if t.status == NOT_GRADED]
+
+    @property
+    def pending(self) -> list[TestResult]:
+        """Written answers waiting for an instructor (their points are in no automatic total)."""
+        return [t for t in self.tests if t.status == MANUAL]

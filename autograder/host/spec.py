@@ -64,6 +64,28 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
+class Written:
+    """A free-text question graded by an instructor against a rubric (solutions/<id>/rubrics/).
+    The student writes `answer` (answers/<id>.md, shipped with the question); until an instructor
+    grades it, its points are pending and in no automatic total."""
+
+    id: str
+    points: float
+    question: str
+    answer: str
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", self.id):
+            raise ValueError(f"[[written]] id {self.id!r}: use lowercase letters, digits and _")
+        if not self.points > 0:
+            raise ValueError(f"[[written]] {self.id}: points must be > 0, got {self.points}")
+        if not self.question.strip():
+            raise ValueError(f"[[written]] {self.id}: the question is empty")
+        if self.answer != f"answers/{self.id}.md":
+            raise ValueError(f"[[written]] {self.id}: answer must be 'answers/{self.id}.md', got {self.answer!r}")
+
+
+@dataclass(frozen=True)
 class Limits:
     test_timeout_s: float = 120.0
     file_timeout_s: float = 900.0
@@ -90,6 +112,7 @@ class AssignmentSpec:
     perf: dict[str, PerfMetric] = field(default_factory=dict)
     accounting: AccountingRules = field(default_factory=AccountingRules)
     tolerances: dict[str, Tolerance] = field(default_factory=dict)
+    written: tuple[Written, ...] = ()
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.match(self.id):
@@ -103,6 +126,9 @@ class AssignmentSpec:
         for pattern in self.editable:
             if pattern.startswith("/") or ".." in Path(pattern).parts:
                 raise ValueError(f"editable glob {pattern!r} must stay inside the assignment directory")
+        ids = [w.id for w in self.written]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"[[written]]: ids must be unique, got {ids}")
         for module in self.accounting.require_kernels:
             if module.split(".")[0] != self.package:
                 raise ValueError(f"[accounting].require_kernels: {module!r} is not inside package {self.package!r}")
@@ -182,6 +208,21 @@ def parse_tolerances(table: dict[str, Any]) -> dict[str, Tolerance]:
     return tolerances
 
 
+def _parse_written(entries: Any) -> tuple[Written, ...]:
+    """[[written]]: id, points, question; the answer file is answers/<id>.md."""
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError("[[written]] must be an array of tables (one [[written]] per question)")
+    out = []
+    for entry in entries:
+        where = f"[[written]] {entry.get('id', '?')!r}"
+        if unknown := set(entry) - {"id", "points", "question"}:
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: ['id', 'points', 'question']")
+        wid = _expect(entry, "id", str, where)
+        out.append(Written(wid, float(_expect(entry, "points", (int, float), where)),
+                           _expect(entry, "question", str, where), f"answers/{wid}.md"))
+    return tuple(out)
+
+
 def parse_spec(data: dict[str, Any]) -> AssignmentSpec:
     """Build a spec from a parsed TOML document; raise ValueError naming the bad key."""
     head = data.get("assignment")
@@ -209,6 +250,7 @@ def parse_spec(data: dict[str, Any]) -> AssignmentSpec:
         perf=perf,
         accounting=accounting,
         tolerances=parse_tolerances(data.get("tolerances", {})),
+        written=_parse_written(data.get("written", [])),
     )
 
 
