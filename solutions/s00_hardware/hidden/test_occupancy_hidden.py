@@ -97,6 +97,9 @@ def test_tiles_fit_the_per_block_limit_not_the_sms_capacity():
     assert not tile_fits(32, 64, 64, 2, 19, H)
     assert tile_fits(32, 64, 64, 2, 18, H)
     assert max_num_stages(32, 64, 64, 2, H) == 18
+    # Exactly the per-block limit fits (<=, not <): (113 x 512 + 512 x 114) x 2 = 232_448 = 227 KiB.
+    assert matmul_tile_smem_bytes(113, 114, 512, 2, 1) == 227 * 1024
+    assert tile_fits(113, 114, 512, 2, 1, H) and not tile_fits(113, 115, 512, 2, 1, H)
 
 
 @pytest.mark.points(1)
