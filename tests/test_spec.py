@@ -113,3 +113,14 @@ def test_perf_note_gives_value_unit_bars_and_credit(unit, shown):
     score_all([result], parse_spec(data), "h200")
     assert result.score == pytest.approx(4 * 0.75)  # 0.5 at pass, linear to 1 at full: 3 is halfway
     assert result.perf_notes == [f"speedup = {shown} >= 2, full >= 4 on h200 -> 75%"]
+
+
+def test_a_tolerance_no_test_uses_is_reported(demo_course):
+    from autograder.authoring.invariants import check_handout
+
+    spec = demo_course.solutions / "s00_demo" / "assignment.toml"
+    spec.write_text(spec.read_text() + '\n[tolerances]\n"sum, fp32" = { rtol = 1e-6, atol = 0 }\n')
+    assert any("'sum, fp32' is printed in the handout but no test uses it" in f for f in check_handout(demo_course, "s00_demo"))
+    test = demo_course.solutions / "s00_demo" / "tests" / "test_uses_tol.py"
+    test.write_text('def test_x():\n    assert "sum, fp32"\n')
+    assert not any("no test uses it" in f for f in check_handout(demo_course, "s00_demo"))

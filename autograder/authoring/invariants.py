@@ -29,10 +29,19 @@ def check_sync(course: Course, aid: str) -> list[str]:
 
 def check_handout(course: Course, aid: str) -> list[str]:
     _path, text, regenerated = current_handout(course, aid)
+    found = []
     if text != regenerated:
-        return [(f"{aid}: the handout's grading section disagrees with assignment.toml and the tests; "
-                 "run `python -m autograder handouts` (then `make assignments`)")]
-    return []
+        found.append(f"{aid}: the handout's grading section disagrees with assignment.toml and the tests; "
+                     "run `python -m autograder handouts` (then `make assignments`)")
+    return found + _unused_tolerances(course, aid)
+
+
+def _unused_tolerances(course: Course, aid: str) -> list[str]:
+    """A tolerance the handout prints must be one a test compares at (its quoted name in a test)."""
+    master = course.master_dir(aid)
+    sources = "".join(p.read_text() for d in ("tests", "hidden", ".") for p in sorted((master / d).glob("*.py")))
+    return [f"{aid}: [tolerances] {name!r} is printed in the handout but no test uses it"
+            for name in course.spec(aid).tolerances if f'"{name}"' not in sources]
 
 
 def check_reference(course: Course, aid: str, sandbox: str, hardware: str | None = None) -> list[str]:
