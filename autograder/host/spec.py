@@ -72,7 +72,11 @@ class Written:
     id: str
     points: float
     question: str
-    answer: str
+
+    @property
+    def answer(self) -> str:
+        """The answer file, relative to the assignment folder."""
+        return f"answers/{self.id}.md"
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.id):
@@ -81,8 +85,6 @@ class Written:
             raise ValueError(f"[[written]] {self.id}: points must be > 0, got {self.points}")
         if not self.question.strip():
             raise ValueError(f"[[written]] {self.id}: the question is empty")
-        if self.answer != f"answers/{self.id}.md":
-            raise ValueError(f"[[written]] {self.id}: answer must be 'answers/{self.id}.md', got {self.answer!r}")
 
 
 @dataclass(frozen=True)
@@ -219,7 +221,7 @@ def _parse_written(entries: Any) -> tuple[Written, ...]:
             raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: ['id', 'points', 'question']")
         wid = _expect(entry, "id", str, where)
         out.append(Written(wid, float(_expect(entry, "points", (int, float), where)),
-                           _expect(entry, "question", str, where), f"answers/{wid}.md"))
+                           _expect(entry, "question", str, where)))
     return tuple(out)
 
 
