@@ -16,6 +16,7 @@ def _request(**kw):
 
 
 def test_docker_container_isolates_network_memory_and_pids_and_passes_gpus():
+    pytest.importorskip("docker", reason="the docker SDK (extra 'docker') builds the GPU device request")
     config = container_config(_request(gpu=True), "img:1", [], [], "autograder-x")
     assert config["network_mode"] == "none" and config["mem_limit"] == "2048m" and config["pids_limit"] == 1024
     assert config["read_only"] and config["cap_drop"] == ["ALL"] and config["name"] == "autograder-x"

@@ -33,7 +33,7 @@ def _fused_add_rmsnorm_kernel(
     masked lanes must not count), then out = sum * rsqrt(mean + eps) * weight, stored in Out's
     dtype. Use 64-bit row offsets: M * N can exceed 2^31.
     """
-    raise NotImplementedError("s04.1: _fused_add_rmsnorm_kernel")
+    raise NotImplementedError("s04.6: _fused_add_rmsnorm_kernel")
 
 
 def fused_add_rmsnorm(
@@ -64,4 +64,4 @@ def fused_add_rmsnorm(
     if x.shape[-1] > MAX_COLS:
         raise ValueError(f"rows longer than {MAX_COLS} are not supported, got {x.shape[-1]}")
     check_float("x", x)
-    raise NotImplementedError("s04.2: fused_add_rmsnorm")
+    raise NotImplementedError("s04.7: fused_add_rmsnorm")

@@ -34,7 +34,7 @@ def _softmax_kernel(
     Masked lanes must be neutral (they must add nothing to the max or the normalizer). Entries
     equal to -inf are allowed and get probability 0, as long as the row has a finite entry.
     """
-    raise NotImplementedError("s04.3: _softmax_kernel")
+    raise NotImplementedError("s04.8: _softmax_kernel")
 
 
 def softmax(x: Tensor) -> Tensor:
@@ -50,4 +50,4 @@ def softmax(x: Tensor) -> Tensor:
     check_float("x", x)
     if x.dim() == 0 or x.shape[-1] == 0:
         raise ValueError(f"softmax needs a non-empty last dim, got shape {tuple(x.shape)}")
-    raise NotImplementedError("s04.4: softmax")
+    raise NotImplementedError("s04.9: softmax")

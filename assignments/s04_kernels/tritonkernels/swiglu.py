@@ -28,7 +28,7 @@ def _swiglu_kernel(
     Compute in fp32, store in Out's dtype; mask the tail. Offsets must be 64-bit (a large MLP
     activation can hold more than 2^31 elements).
     """
-    raise NotImplementedError("s04.5: _swiglu_kernel")
+    raise NotImplementedError("s04.10: _swiglu_kernel")
 
 
 def swiglu(gate: Tensor, up: Tensor) -> Tensor:
@@ -45,4 +45,4 @@ def swiglu(gate: Tensor, up: Tensor) -> Tensor:
         raise ValueError(f"gate {tuple(gate.shape)} {gate.dtype} and up {tuple(up.shape)} "
                          f"{up.dtype} must match")
     check_float("gate", gate)
-    raise NotImplementedError("s04.6: swiglu")
+    raise NotImplementedError("s04.11: swiglu")

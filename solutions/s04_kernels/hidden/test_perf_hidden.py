@@ -6,13 +6,15 @@ means the kernel runs at the memory system's practical speed. Eager PyTorch is t
 ratio printed (not graded).
 """
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
 from autograder.testing import in_worker, oracle
 from autograder.timing import copy_bandwidth, measure
 
-from tritonkernels import fused_add_rmsnorm, softmax, swiglu
+from tritonkernels import fused_add_rmsnorm, paged_decode, softmax, swiglu
 
 pytestmark = [pytest.mark.gpu, pytest.mark.perf]
 
@@ -105,3 +107,35 @@ def test_swiglu_bandwidth(perf, tol):
     frac = _report("swiglu bf16 16384x14336", nbytes, t, t_eager,
                    copy_bandwidth(gate.numel() * gate.element_size()))
     perf.record("swiglu_bw_fraction", frac)
+
+
+@in_worker
+def paged_decode_call(q, k, v, tables, lens, scale, split_tokens):
+    """In the worker: the package's paged decode as a call without arguments (what gets timed)."""
+    return lambda: paged_decode(q, k, v, tables, lens, scale, split_tokens)
+
+
+@pytest.mark.points(2)
+def test_paged_decode_bandwidth(perf, paged, tol):
+    # A decode step of 16 sequences at 8k context with LLaMA-3-8B's attention shape: 1.07 GB of KV.
+    lens = [8192] * 16
+    q, k, v, tables, lens_t = paged.case(30, lens, heads=32, kv_heads=8, head_dim=128, block_size=16,
+                                         dtype=torch.bfloat16, device="cuda", spare_blocks=0)
+    scale = 1 / math.sqrt(128)
+    t, out = _timed(paged_decode_call(q, k, v, tables, lens_t, scale, 256))
+    t_one, _ = _timed(paged_decode_call(q, k, v, tables, lens_t, scale, 8192))
+
+    def eager():  # gather each context, then SDPA with GQA
+        idx = tables.long()
+        keys = k[idx].flatten(1, 2).transpose(1, 2)  # (B, Hkv, T, D)
+        values = v[idx].flatten(1, 2).transpose(1, 2)
+        return F.scaled_dot_product_attention(q[:, :, None], keys, values, scale=scale, enable_gqa=True)[:, :, 0]
+
+    with oracle():
+        t_eager, ref = _timed(eager)
+    torch.testing.assert_close(out, ref, **tol("paged decode, bf16"))
+    kv_bytes = 2 * sum(lens) * 8 * 128 * k.element_size()
+    nbytes = kv_bytes + 2 * q.numel() * q.element_size()
+    frac = _report("paged_decode bf16 16 x 8192 tokens, 32/8 heads", nbytes, t, t_eager, copy_bandwidth(kv_bytes // 2))
+    print(f"one split per sequence: {t_one * 1e6:.0f} us ({t_one / t:.2f}x the split-KV time)")
+    perf.record("paged_decode_bw_fraction", frac)
