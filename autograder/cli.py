@@ -240,7 +240,8 @@ def schedule(course: Course) -> None:
     """Validate course/schedule.toml and print the weeks."""
     from autograder.authoring.schedule import load_schedule
 
-    plan = load_schedule(course.root / "course" / "schedule.toml", course.ids())
+    plan = load_schedule(course.root / "course" / "schedule.toml", course.ids(),
+                         specs={aid: course.spec(aid) for aid in course.ids()})
     for week in plan.weeks:
         console.print(f"week {week.number}: {week.release:%Y-%m-%d} -> due {week.due:%Y-%m-%d %H:%M} UTC  "
                       + ", ".join(week.assignments))

@@ -101,7 +101,7 @@ def test_ignoring_the_timeout_signal_costs_only_the_tests_that_hang(demo_course,
 def test_allocating_past_the_memory_limit_fails_only_that_test(demo_course, tmp_path, sandbox):
     sub = _submission(tmp_path, demo_course, """
         def add(a, b):
-            hog = bytearray(64 << 30)  # 64 GiB, far past the 2 GiB limit
+            hog = bytearray(64 << 30)  # 64 GiB, far past the 6 GiB limit
             return a + b
     """)
     result, by_name = _grade(demo_course, sub, sandbox)

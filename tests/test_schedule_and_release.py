@@ -1,3 +1,4 @@
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -43,3 +44,46 @@ def test_release_ships_stubs_without_solutions_or_hidden_tests(demo_course, tmp_
     assert "return a + b" not in (out / "assignments/s00_demo/demo/ops.py").read_text()
     with pytest.raises(GraderError, match="already exists"):
         build_release(course=demo_course, week=1, out=out)
+
+
+def _spec_giving(solves: str):
+    from autograder.host.spec import parse_spec
+
+    return parse_spec({"assignment": {"id": "p1_later", "title": "t", "stage": 6, "package": "later",
+                                      "editable": ["later/*.py"]},
+                       "given": [{"file": "later/kernel.py", "solves": solves}]})
+
+
+def _two_weeks(second_release: dt.date):
+    return parse_schedule({"week": [WEEK, {"number": 2, "release": second_release, "due": dt.date(2027, 2, 15),
+                                           "assignments": ["p1_later"]}]}, ["s00_demo", "p1_later"])
+
+
+def test_a_given_answer_is_released_only_after_its_exercise_is_due():
+    later = _spec_giving("s00_demo")
+    specs = {"s00_demo": dataclasses.replace(later, id="s00_demo", given=()), "p1_later": later}
+    _two_weeks(dt.date(2027, 1, 25)).check_given(specs)  # released after s00_demo's due date: fine
+    with pytest.raises(ValueError, match=r"gives later/kernel.py, the answer to s00_demo, before s00_demo is due"):
+        _two_weeks(dt.date(2027, 1, 18)).check_given(specs)  # released on the due day, before 23:59
+
+
+def test_a_given_file_must_name_a_known_exercise_and_stay_in_the_folder():
+    from autograder.host.spec import parse_spec
+
+    with pytest.raises(ValueError, match="solves unknown assignment 's03_nope'"):
+        _two_weeks(dt.date(2027, 1, 25)).check_given({"p1_later": _spec_giving("s03_nope")})
+    base = {"assignment": {"id": "p1_later", "title": "t", "stage": 6, "package": "later", "editable": ["x"]}}
+    with pytest.raises(ValueError, match="inside the assignment folder"):
+        parse_spec(base | {"given": [{"file": "../s04/k.py", "solves": "s04_kernels"}]})
+    with pytest.raises(ValueError, match=r"unknown keys \['from'\]"):
+        parse_spec(base | {"given": [{"file": "k.py", "solves": "s04_kernels", "from": "x"}]})
+
+
+def test_the_course_gives_p1_its_decode_kernel_only_after_stage_4_is_due(repo_course):
+    from autograder.authoring.invariants import check_given, check_schedule
+
+    given = repo_course.spec("p1_minivllm").given
+    assert [(g.file, g.solves) for g in given] == [("minivllm/paged_decode_triton.py", "s04_kernels")]
+    plan = load_schedule(repo_course.root / "course" / "schedule.toml", repo_course.ids())
+    assert plan.week_of("p1_minivllm").release >= plan.week_of("s04_kernels").due
+    assert check_schedule(repo_course) == [] and check_given(repo_course, "p1_minivllm") == []

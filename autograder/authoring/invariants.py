@@ -2,7 +2,8 @@
 
 1. The reference solution scores every CPU-gradable point.  2. The untouched stub scores zero.
 3. assignments/ equals what the generator makes, and each handout's grading section equals what
-   the spec and the tests give.  4. No solution body or hidden test in a release.
+   the spec and the tests give.  4. No solution body or hidden test in a release; a file that
+   answers an earlier exercise ([[given]]) ships whole, and only after that exercise is due.
 5. (Grading always yields a complete result: the project's adversarial tests check that.)
 """
 
@@ -25,6 +26,35 @@ def check_sync(course: Course, aid: str) -> list[str]:
     if course.student_dir(aid).is_dir() and (leaks := leaked_solutions(course.student_dir(aid))):
         problems.append(f"{aid}: the student copy leaks {', '.join(leaks[:5])}")
     return problems
+
+
+def check_given(course: Course, aid: str) -> list[str]:
+    """Each [[given]] file exists, has no solution region (it ships whole) and ships unchanged."""
+    problems = []
+    for given in course.spec(aid).given:
+        master = course.master_dir(aid) / given.file
+        if not master.is_file():
+            problems.append(f"{aid}: [[given]] {given.file} does not exist")
+        elif "# BEGIN SOLUTION" in (text := master.read_text()):
+            problems.append(f"{aid}: [[given]] {given.file} has a solution region; a given file ships whole")
+        elif course.student_dir(aid).is_dir() and (course.student_dir(aid) / given.file).read_text() != text:
+            problems.append(f"{aid}: [[given]] {given.file} differs in assignments/; run `make assignments`")
+    return problems
+
+
+def check_schedule(course: Course) -> list[str]:
+    """The schedule is valid and releases no given file before the exercise it answers is due."""
+    from autograder.authoring.schedule import load_schedule
+    from autograder.host.errors import GraderError
+
+    path = course.root / "course" / "schedule.toml"
+    if not path.is_file():
+        return []
+    try:
+        load_schedule(path, course.ids(), specs={aid: course.spec(aid) for aid in course.ids()})
+    except GraderError as e:
+        return [str(e)]
+    return []
 
 
 def check_handout(course: Course, aid: str) -> list[str]:
@@ -63,9 +93,12 @@ def check_stub(course: Course, aid: str, sandbox: str, hardware: str | None = No
 def check_all(*, course: Course, ids: list[str] | None, grade: bool, sandbox: str, say: Say) -> list[str]:
     failures: list[str] = []
     for aid in ids or course.ids():
-        found = check_sync(course, aid)
+        found = check_sync(course, aid) + check_given(course, aid)
         if grade:
             found += check_reference(course, aid, sandbox) + check_stub(course, aid, sandbox)
         say(f"{aid}: " + ("[green]ok[/]" if not found else "[red]" + "; ".join(found) + "[/]"))
+        failures += found
+    if ids is None and (found := check_schedule(course)):
+        say("schedule: [red]" + "; ".join(found) + "[/]")
         failures += found
     return failures

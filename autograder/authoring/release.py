@@ -21,7 +21,8 @@ IGNORED = ignore(*INSTRUCTOR_ONLY)
 
 def build_release(*, course: Course, week: int, out: Path) -> list[str]:
     """Write the release into `out` (which must not exist); returns the assignment ids shipped."""
-    schedule = load_schedule(course.root / "course" / "schedule.toml", course.ids())
+    schedule = load_schedule(course.root / "course" / "schedule.toml", course.ids(),
+                             specs={aid: course.spec(aid) for aid in course.ids()})
     ids = schedule.released_by(week)
     if not ids:
         raise GraderError(f"nothing is released by week {week}")

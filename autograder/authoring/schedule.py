@@ -5,9 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import tomllib
 from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 from autograder.host.errors import GraderError
+from autograder.host.spec import AssignmentSpec
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,25 @@ class Schedule:
 
     def week_of(self, assignment_id: str) -> Week | None:
         return next((w for w in self.weeks if assignment_id in w.assignments), None)
+
+    def check_given(self, specs: Mapping[str, AssignmentSpec]) -> None:
+        """A file that answers an earlier exercise ([[given]] of assignment.toml) is released only
+        after that exercise is due: its assignment's release date must not precede the due date."""
+        for aid, spec in specs.items():
+            week = self.week_of(aid)
+            for given in spec.given:
+                if given.solves not in specs:
+                    raise ValueError(f"{aid}: [[given]] {given.file} solves unknown assignment {given.solves!r}")
+                source = self.week_of(given.solves)
+                if week is None:
+                    continue
+                if source is None:
+                    raise ValueError(f"{aid} (week {week.number}) gives {given.file}, the answer to "
+                                     f"{given.solves}, which is not scheduled: schedule {given.solves} first")
+                if week.release < source.due:
+                    raise ValueError(f"{aid} (week {week.number}, released {week.release:%Y-%m-%d}) gives "
+                                     f"{given.file}, the answer to {given.solves}, before {given.solves} is due "
+                                     f"({source.due:%Y-%m-%d %H:%M} UTC): release {aid} later")
 
 
 def _as_datetime(value: object, where: str) -> dt.datetime:
@@ -70,9 +91,13 @@ def parse_schedule(data: dict, known_ids: list[str]) -> Schedule:
     return Schedule(str(data.get("course", {}).get("title", "")), tuple(weeks))
 
 
-def load_schedule(path: Path, known_ids: list[str]) -> Schedule:
+def load_schedule(path: Path, known_ids: list[str], specs: Mapping[str, AssignmentSpec] | None = None) -> Schedule:
+    """The validated schedule; with `specs`, also the release rule of given files (check_given)."""
     try:
-        return parse_schedule(tomllib.loads(path.read_text()), known_ids)
+        plan = parse_schedule(tomllib.loads(path.read_text()), known_ids)
+        if specs is not None:
+            plan.check_given(specs)
+        return plan
     except FileNotFoundError:
         raise GraderError(f"{path}: no schedule file") from None
     except (tomllib.TOMLDecodeError, ValueError) as e:

@@ -88,6 +88,22 @@ class Written:
 
 
 @dataclass(frozen=True)
+class Given:
+    """A file shipped complete that answers an earlier assignment's exercise (`solves`): it may reach
+    students only in releases after that assignment's due date (checked against the schedule)."""
+
+    file: str
+    solves: str
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.file.startswith("/") or ".." in Path(self.file).parts or not self.file.endswith(".py"):
+            raise ValueError(f"[[given]] file {self.file!r}: a .py file inside the assignment folder")
+        if not ID_PATTERN.match(self.solves):
+            raise ValueError(f"[[given]] {self.file}: solves {self.solves!r} is not an assignment id")
+
+
+@dataclass(frozen=True)
 class Limits:
     test_timeout_s: float = 120.0
     file_timeout_s: float = 900.0
@@ -115,6 +131,7 @@ class AssignmentSpec:
     accounting: AccountingRules = field(default_factory=AccountingRules)
     tolerances: dict[str, Tolerance] = field(default_factory=dict)
     written: tuple[Written, ...] = ()
+    given: tuple[Given, ...] = ()
 
     def __post_init__(self) -> None:
         if not ID_PATTERN.match(self.id):
@@ -225,6 +242,20 @@ def _parse_written(entries: Any) -> tuple[Written, ...]:
     return tuple(out)
 
 
+def _parse_given(entries: Any) -> tuple[Given, ...]:
+    """[[given]]: file, solves (the assignment whose exercise the file answers), note."""
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise ValueError("[[given]] must be an array of tables (one [[given]] per file)")
+    out = []
+    for entry in entries:
+        where = f"[[given]] {entry.get('file', '?')!r}"
+        if unknown := set(entry) - {"file", "solves", "note"}:
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: ['file', 'note', 'solves']")
+        out.append(Given(_expect(entry, "file", str, where), _expect(entry, "solves", str, where),
+                         str(entry.get("note", ""))))
+    return tuple(out)
+
+
 def parse_spec(data: dict[str, Any]) -> AssignmentSpec:
     """Build a spec from a parsed TOML document; raise ValueError naming the bad key."""
     head = data.get("assignment")
@@ -253,6 +284,7 @@ def parse_spec(data: dict[str, Any]) -> AssignmentSpec:
         accounting=accounting,
         tolerances=parse_tolerances(data.get("tolerances", {})),
         written=_parse_written(data.get("written", [])),
+        given=_parse_given(data.get("given", [])),
     )
 
 

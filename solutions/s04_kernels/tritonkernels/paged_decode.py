@@ -214,7 +214,7 @@ def combine_splits(partial: Tensor, lse: Tensor, dtype: torch.dtype = torch.floa
         partial, lse, out,
         partial.stride(0), partial.stride(1), partial.stride(2), lse.stride(0), lse.stride(1),
         out.stride(0), out.stride(1), splits, head_dim,
-        BLOCK_S=triton.next_power_of_2(splits), BLOCK_D=triton.next_power_of_2(head_dim),
+        BLOCK_S=max(2, triton.next_power_of_2(splits)), BLOCK_D=triton.next_power_of_2(head_dim),
     )
     return out
     # END SOLUTION
