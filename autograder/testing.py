@@ -84,3 +84,34 @@ def in_worker(fn: F) -> F:
         return plugin.client().request(Op.SHIPPED, code.co_filename, fn.__module__, fn.__qualname__, args, kwargs)
 
     return shipped  # type: ignore[return-value]
+
+
+def numeric_answer(root: str | os.PathLike[str], answer_id: str, key: str) -> float:
+    """The number the student wrote for `key` in answers/<answer_id>.toml under `root` (the run's
+    folder: pytest's rootdir). Read without following links and capped at 64 KB; a missing file or
+    key, a link, bad TOML, a value that is not a number, or nan (the stub's "not answered yet")
+    fails the test with what to fix. The test then compares it with the value it recomputes from
+    the student's own data."""
+    import math
+    import tomllib
+    from pathlib import Path
+
+    from autograder.host.stage import read_no_follow
+
+    rel = f"answers/{answer_id}.toml"
+    try:
+        text = read_no_follow(Path(root) / rel)[: 64 * 1024].decode(errors="replace")
+    except FileNotFoundError:
+        raise AssertionError(f"{rel} is missing: fill in the numbers from your own run") from None
+    except OSError as e:
+        raise AssertionError(f"{rel} could not be read ({e.strerror}; a link is refused): write the file itself") from None
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise AssertionError(f"{rel} is not valid TOML: {e}") from None
+    value = table.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise AssertionError(f"{rel}: {key} must be a number, got {value!r}")
+    if math.isnan(value):
+        raise AssertionError(f"{rel}: {key} is not answered yet (nan): replace it with your value")
+    return float(value)

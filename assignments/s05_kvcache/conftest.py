@@ -17,7 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from autograder.testing import in_worker
+from pathlib import Path
+
+import pytest
+from autograder.testing import in_worker, tolerances
 from hypothesis import HealthCheck, Phase, settings
 
 from kvcache import BlockManager, Scheduler, SchedulerConfig, Sequence
@@ -287,3 +290,12 @@ def make_scheduler(
 ) -> Scheduler:
     bm = BlockManager(num_blocks, block_size, watermark=watermark, enable_prefix_caching=prefix_caching)
     return Scheduler(SchedulerConfig(**config), bm)
+
+
+_TOLERANCES = tolerances(Path(__file__).parent)
+
+
+@pytest.fixture(scope="session")
+def tol():
+    """tol(name) -> {"rtol": r, "atol": a}: the tolerance `name` of assignment.toml's [tolerances]."""
+    return _TOLERANCES

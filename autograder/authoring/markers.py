@@ -101,3 +101,25 @@ def strip_answer(text: str, filename: str, placeholder: str) -> str:
     if MD_MARKER.search(stripped):
         raise GraderError(f"{filename}: an unmatched BEGIN/END SOLUTION comment")
     return stripped
+
+
+# Numeric answers (answers/<id>.toml): the reference values sit between `# BEGIN SOLUTION` and
+# `# END SOLUTION` lines; the student copy keeps every key with the value nan (not answered yet).
+TOML_VALUE = re.compile(r"^(?P<key>\s*[A-Za-z0-9_-]+\s*=\s*)(?P<value>[^#]*?)(?P<comment>\s*#.*)?$")
+
+
+def strip_numeric(text: str, filename: str) -> str:
+    """A numeric answer file's student copy: inside each marked region, `key = value` becomes
+    `key = nan` (comments kept); the marker lines go."""
+    out, inside = [], False
+    for line in text.splitlines(keepends=True):
+        if BEGIN.match(line) or END.match(line):
+            if bool(BEGIN.match(line)) == inside:
+                raise GraderError(f"{filename}: an unmatched BEGIN/END SOLUTION line")
+            inside = not inside
+            continue
+        match = TOML_VALUE.match(line.rstrip("\n")) if inside else None
+        out.append(f"{match['key']}nan{match['comment'] or ''}\n" if match else line)
+    if inside:
+        raise GraderError(f"{filename}: a BEGIN SOLUTION line without its END")
+    return "".join(out)

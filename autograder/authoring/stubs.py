@@ -1,7 +1,8 @@
 """Generate `assignments/<id>/` from `solutions/<id>/`, and tell whether it is up to date.
 
 Copied: everything but instructor-only files (`hidden/`, rubrics, broken variants) and caches. Python files have their
-solution regions stripped (see `autograder.authoring.markers`), written answers (`answers/*.md`) their reference answer. The generator works in memory, so the same function
+solution regions stripped (see `autograder.authoring.markers`), written answers (`answers/*.md`) their reference answer,
+numeric answers (`answers/*.toml`) their reference values (each becomes nan). The generator works in memory, so the same function
 serves writing the tree and checking that the committed tree is current.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from autograder.authoring.markers import MD_MARKER, has_markers, strip_answer, strip_solutions
+from autograder.authoring.markers import MD_MARKER, has_markers, strip_answer, strip_numeric, strip_solutions
 from autograder.host.course_files import INSTRUCTOR_ONLY, counts, instructor_only
 from autograder.host.repo import Course
 from autograder.host.written import PLACEHOLDER
@@ -38,6 +39,8 @@ def render_release(solution_dir: Path, prefix: str) -> dict[Path, bytes]:
             data = text.encode()
         elif rel.suffix == ".md" and rel.parts[0] == "answers":
             data = strip_answer(data.decode(), str(solution_dir / rel), PLACEHOLDER).encode()
+        elif rel.suffix == ".toml" and rel.parts[0] == "answers":
+            data = strip_numeric(data.decode(), str(solution_dir / rel)).encode()
         out[rel] = data
     return out
 
@@ -101,4 +104,6 @@ def leaked_solutions(tree: Path) -> list[str]:
             leaks.append(f"{rel}: contains solution markers")
         elif path.suffix == ".md" and path.is_file() and MD_MARKER.search(path.read_text()):
             leaks.append(f"{rel}: contains a written answer's solution markers")
+        elif path.suffix == ".toml" and path.is_file() and has_markers(path.read_text()):
+            leaks.append(f"{rel}: contains a numeric answer's solution markers")
     return leaks

@@ -19,6 +19,7 @@ from autograder.host.spec import AssignmentSpec
 
 TEST_DIRS = ("tests", "hidden")
 NEVER_STAGED = CACHE_PARTS | {"mutants.toml", "mutation.toml"}
+ANSWERS = "answers"  # the student's own answers only (editable "answers/*.toml"); the master's never reach a run
 
 
 def new_root() -> Path:
@@ -72,7 +73,7 @@ def _support_files(master_dir: Path, spec: AssignmentSpec) -> dict[Path, bytes]:
         top = rel.parts[0]
         if not path.is_file() or NEVER_STAGED & set(rel.parts) or not counts(rel):
             continue
-        if top in TEST_DIRS or top == spec.package:
+        if top in TEST_DIRS or top == spec.package or top == ANSWERS:
             continue
         files[rel] = path.read_bytes()
     return files
