@@ -86,27 +86,33 @@ def in_worker(fn: F) -> F:
     return shipped  # type: ignore[return-value]
 
 
-def numeric_answer(root: str | os.PathLike[str], answer_id: str, key: str) -> float:
-    """The number the student wrote for `key` in answers/<answer_id>.toml under `root` (the run's
-    folder: pytest's rootdir). Read without following links and capped at 64 KB; a missing file or
-    key, a link, bad TOML, a value that is not a number, or nan (the stub's "not answered yet")
-    fails the test with what to fix. The test then compares it with the value it recomputes from
-    the student's own data."""
-    import math
-    import tomllib
+def read_answer(root: str | os.PathLike[str], rel: str, max_bytes: int = 1 << 20) -> str:
+    """The text of the student's file `rel` (e.g. "answers/run.json") under `root` (the run's folder:
+    pytest's rootdir), read without following links and capped at `max_bytes`; a missing file or a
+    link fails the test with what to do."""
     from pathlib import Path
 
     from autograder.host.stage import read_no_follow
 
-    rel = f"answers/{answer_id}.toml"
     try:
-        text = read_no_follow(Path(root) / rel)[: 64 * 1024].decode(errors="replace")
+        return read_no_follow(Path(root) / rel)[:max_bytes].decode(errors="replace")
     except FileNotFoundError:
-        raise AssertionError(f"{rel} is missing: fill in the numbers from your own run") from None
+        raise AssertionError(f"{rel} is missing: make it from your own run (see the README)") from None
     except OSError as e:
         raise AssertionError(f"{rel} could not be read ({e.strerror}; a link is refused): write the file itself") from None
+
+
+def numeric_answer(root: str | os.PathLike[str], answer_id: str, key: str) -> float:
+    """The number the student wrote for `key` in answers/<answer_id>.toml under `root`. A missing
+    file or key, a link, bad TOML, a value that is not a number, or nan (the stub's "not answered
+    yet") fails the test with what to fix. The test then compares it with the value it recomputes
+    from the student's own code or data."""
+    import math
+    import tomllib
+
+    rel = f"answers/{answer_id}.toml"
     try:
-        table = tomllib.loads(text)
+        table = tomllib.loads(read_answer(root, rel, 64 * 1024))
     except tomllib.TOMLDecodeError as e:
         raise AssertionError(f"{rel} is not valid TOML: {e}") from None
     value = table.get(key)

@@ -42,6 +42,7 @@ def course(demo_course):
     (sol / "assignment.toml").write_text(toml)
     (sol / "answers").mkdir()
     (sol / "answers" / "numbers.toml").write_text(NUMBERS)
+    (sol / "answers" / "reference_run.json").write_text('{"seconds": [1.0]}')  # the reference's own data
     (sol / "hidden" / "test_analysis_hidden.py").write_text(TEST)
     write_assignment(demo_course, "s00_demo")
     return demo_course
@@ -60,9 +61,10 @@ def _submission(course, tmp_path):
     return sub
 
 
-def test_the_stub_ships_each_number_as_nan_and_no_marker(course):
+def test_the_stub_ships_each_number_as_nan_and_not_the_reference_data(course):
     shipped = (course.assignments / "s00_demo" / "answers" / "numbers.toml").read_text()
     assert "mean_of_1_2_6 = nan  # what your function returns" in shipped and "3.0" not in shipped
+    assert not (course.assignments / "s00_demo" / "answers" / "reference_run.json").exists()
     assert leaked_solutions(course.assignments / "s00_demo") == []
     (course.assignments / "s00_demo" / "answers" / "leak.toml").write_text(NUMBERS)
     assert leaked_solutions(course.assignments / "s00_demo") == [

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from autograder.authoring.markers import MD_MARKER, has_markers, strip_answer, strip_numeric, strip_solutions
-from autograder.host.course_files import INSTRUCTOR_ONLY, counts, instructor_only
+from autograder.host.course_files import counts, instructor_only
 from autograder.host.repo import Course
 from autograder.host.written import PLACEHOLDER
 
@@ -21,7 +21,7 @@ def _shipped_files(solution_dir: Path) -> list[Path]:
     files = []
     for path in sorted(solution_dir.rglob("*")):
         rel = path.relative_to(solution_dir)
-        if not path.is_file() or rel.parts[0] in INSTRUCTOR_ONLY or not counts(rel):
+        if not path.is_file() or instructor_only(rel) or not counts(rel):
             continue
         files.append(rel)
     return files

@@ -17,9 +17,15 @@ def counts(rel: Path) -> bool:
     return not (CACHE_PARTS & set(rel.parts)) and rel.suffix not in CACHE_SUFFIXES
 
 
+ANSWER_FORMS = (".md", ".toml")  # what answers/ ships: the questions, and the numbers to fill in
+
+
 def instructor_only(rel: Path) -> bool:
-    """Whether `rel` (relative to an assignment) is a hidden test, a rubric or a list of broken variants."""
-    return any(part in INSTRUCTOR_ONLY for part in rel.parts)
+    """Whether `rel` (relative to an assignment) is a hidden test, a rubric, a list of broken
+    variants, or a data file of the reference's own run under answers/ (a student's analysis
+    starts from their own run, so the reference's measurements never ship)."""
+    data_of_reference = len(rel.parts) > 1 and rel.parts[0] == "answers" and rel.suffix not in ANSWER_FORMS
+    return data_of_reference or any(part in INSTRUCTOR_ONLY for part in rel.parts)
 
 
 def course_files(root: Path) -> list[Path]:

@@ -12,7 +12,9 @@ from collections import Counter
 
 import pytest
 import torch
-from autograder.testing import in_worker, oracle
+from pathlib import Path
+
+from autograder.testing import in_worker, oracle, tolerances
 
 # The CPU tier runs tiny matmuls: thread start-up and contention cost more than they save (20x on a
 # busy two-core machine), and the grader may run several test files side by side.
@@ -188,3 +190,12 @@ def block_audit():
 def pool_problems():
     """pool_problems(block_manager, running, waiting=()) -> list of broken invariants (empty: fine)."""
     return lambda bm, running, waiting=(): audit_blocks(pool_state(bm, running, waiting))
+
+
+_TOLERANCES = tolerances(Path(__file__).parent)
+
+
+@pytest.fixture(scope="session")
+def tol():
+    """tol(name) -> {"rtol": r, "atol": a}: the tolerance `name` of assignment.toml's [tolerances]."""
+    return _TOLERANCES

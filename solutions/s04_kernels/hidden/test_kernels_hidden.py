@@ -40,6 +40,16 @@ def rmsnorm_oracle(x, residual, weight, eps):
 
 # --- fused residual add + RMSNorm ------------------------------------------------------------
 
+@pytest.mark.points(1)
+def test_rmsnorm_of_a_single_row_as_in_decoding_one_token(device, tol):
+    x, res = _randn((1, 1, 96), 3, device), _randn((1, 1, 96), 4, device)
+    w = _randn((96,), 5, device) + 1.0
+    out, new_res = fused_add_rmsnorm(x, res, w, eps=1e-6)
+    ref_out, ref_res = rmsnorm_oracle(x, res, w, 1e-6)
+    torch.testing.assert_close(new_res, ref_res, **tol("residual sum"))
+    torch.testing.assert_close(out, ref_out, **tol("rmsnorm, fp32"))
+
+
 @pytest.mark.points(2)
 @pytest.mark.parametrize("n", [1, 37, 1000])
 def test_rmsnorm_odd_widths_average_over_real_columns(n, device, tol):
@@ -159,7 +169,7 @@ def test_softmax_of_a_transposed_view(device, tol):
 # --- SwiGLU ----------------------------------------------------------------------------------
 
 @pytest.mark.points(2)
-@pytest.mark.parametrize("shape", [(1,), (1001,), (3, 7, 33)])
+@pytest.mark.parametrize("shape", [(1,), (1001,), (3, 7, 33), (5000,)])  # 5000: several programs, a ragged last one
 def test_swiglu_odd_sizes(shape, device, tol):
     gate, up = _randn(shape, 17, device, scale=3.0), _randn(shape, 18, device)
     torch.testing.assert_close(swiglu(gate, up), swiglu_oracle(gate, up), **tol("swiglu, fp32"))

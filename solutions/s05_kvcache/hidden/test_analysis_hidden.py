@@ -7,10 +7,10 @@ from __future__ import annotations
 import functools
 
 import pytest
-from autograder.testing import numeric_answer
-
 from compare import MAX_MODEL_LEN, builtin_traces, policies
 from kvcache import CostModel, SimConfig, simulate
+
+from autograder.testing import numeric_answer
 
 
 @functools.cache
