@@ -34,10 +34,14 @@ ACCOUNTING_REASONS = ("forbidden here", "no Triton kernel of", "outside its own 
 
 def _submission(tmp_path: Path, aid: str, case: str, base: str) -> Path:
     """The case's files laid over the untouched stub or over the reference: its own .py files, those
-    of `<assignment prefix>_common/`, and files made from the reference by its replace.toml."""
+    of `<assignment prefix>_common/`, and files made from the reference by its replace.toml; the
+    reference's analysis answers in either case."""
     sub = tmp_path / aid
     source = COURSE.student_dir(aid) if base == "stub" else COURSE.solution_dir(aid)
     shutil.copytree(source, sub, ignore=ignore("hidden"))
+    answers = COURSE.solution_dir(aid) / "answers"
+    if answers.is_dir():  # the analysis is not what these cases sidestep: give them the reference's
+        shutil.copytree(answers, sub / "answers", dirs_exist_ok=True)
     for folder in (CORPUS / f"{aid.split('_')[0]}_common", CORPUS / case):
         for path in folder.rglob("*.py"):
             (sub / path.relative_to(folder)).write_bytes(path.read_bytes())
@@ -53,6 +57,18 @@ def strip_markers(text: str) -> str:
     """Reference code with its solution-marker lines dropped (the bodies stay)."""
     return "".join(line for line in text.splitlines(keepends=True)
                    if line.strip() not in ("# BEGIN SOLUTION", "# END SOLUTION"))
+
+
+def _analysis(result) -> bool:
+    """An analysis test (numbers about the student's run, no kernel of theirs needed): the cases
+    carry the reference's answers, so these pass with or without the accounting."""
+    return result.test.file.endswith("test_analysis_hidden.py")
+
+
+def _code_score(results) -> tuple[float, float]:
+    """(points earned, points graded) over the tests of the code, the analysis left out."""
+    code = [t for t in results if t.graded and not _analysis(t)]
+    return sum(t.score for t in code), sum(t.test.points for t in code)
 
 
 def _grade(sub: Path, aid: str, accounting: bool):
@@ -75,8 +91,9 @@ def test_a_submission_without_kernels_earns_nothing(case, aid, tmp_path):
     unchecked, graded = _grade(sub, aid, accounting=False)
     assert unchecked.score >= 0.9 * unchecked.max_score, "the wrong approach should give right answers"
     result, graded = _grade(sub, aid, accounting=True)
-    assert result.score <= 0.1 * result.max_score, f"{case} earned {result.score}/{result.max_score}"
-    sidestepped = {t.test.nodeid for t in unchecked.tests if t.graded and t.score > 0}
+    score, max_score = _code_score(graded)
+    assert score <= 0.1 * max_score, f"{case} earned {score}/{max_score}"
+    sidestepped = {t.test.nodeid for t in unchecked.tests if t.graded and t.score > 0 and not _analysis(t)}
     for t in graded:
         if t.test.nodeid in sidestepped:
             assert t.score == 0, f"{t.test.nodeid} earned {t.score}"
@@ -100,7 +117,8 @@ def test_paged_attention_by_sdpa_earns_nothing_over_the_stub(tmp_path):
     sidestepped = {t.test.nodeid for t in unchecked.tests if t.graded and t.score > 0 and "paged_attention" in t.test.nodeid}
     assert sidestepped, "SDPA on gathered KV should pass the paged-attention tests without accounting"
     result, graded = _grade(sub, aid, accounting=True)
-    assert result.score <= 0.1 * result.max_score
+    score, max_score = _code_score(graded)
+    assert score <= 0.1 * max_score, f"{score}/{max_score}"
     for t in graded:
         if t.test.nodeid in sidestepped:
             assert t.score == 0 and "scaled_dot_product" in t.reason, f"{t.test.nodeid}: {t.reason!r}"
@@ -145,4 +163,5 @@ def test_wrong_approaches_earn_nothing_on_the_gpu(case, aid, base, tmp_path):
         print(f"{case} {t.test.nodeid}: {t.score:g}/{t.test.points:g} {t.metrics} {t.reason[:160]}")
     assert all(t.score == 0 for t in on_gpu), [(t.test.nodeid, t.score) for t in on_gpu if t.score]
     if base == "stub":
-        assert result.score <= 0.1 * result.max_score, f"{result.score}/{result.max_score}"
+        score, max_score = _code_score(result.tests)
+        assert score <= 0.1 * max_score, f"{score}/{max_score}"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
-from pathlib import Path
 
 from autograder.testing import in_worker, oracle, tolerances
 

@@ -7,10 +7,12 @@ package, so setting it here is early enough.
 
 import math
 import os
+from pathlib import Path
 
 import pytest
 import torch
-from autograder.testing import in_worker, oracle
+
+from autograder.testing import in_worker, oracle, tolerances
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -39,6 +41,15 @@ def reference_attention(q, k, v, causal=False, sm_scale=None):
         future = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
         s = s.masked_fill(future, float("-inf"))
     return torch.softmax(s, dim=-1) @ vw, torch.logsumexp(s, dim=-1)
+
+
+_TOLERANCES = tolerances(Path(__file__).parent)
+
+
+@pytest.fixture(scope="session")
+def tol():
+    """tol(name) -> {"rtol": r, "atol": a}: the tolerance `name` of assignment.toml's [tolerances]."""
+    return _TOLERANCES
 
 
 @pytest.fixture

@@ -15,15 +15,14 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import NamedTuple
 
-from pathlib import Path
-
 import pytest
-from autograder.testing import in_worker, tolerances
 from hypothesis import HealthCheck, Phase, settings
-
 from kvcache import BlockManager, Scheduler, SchedulerConfig, Sequence
+
+from autograder.testing import in_worker, tolerances
 
 # Reproducible property tests: same examples on every run, no example database on disk. Failing
 # examples are shrunk (students get a small counterexample) but not "explained" (slow).

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from autograder.testing import oracle, tolerances
 
 if not torch.cuda.is_available():
