@@ -2,9 +2,11 @@
 
 from __future__ import annotations  # noqa: I001 (the grader's imports first, then the package)
 
+from pathlib import Path
+
 import pytest
 import torch
-from autograder.testing import in_worker
+from autograder.testing import in_worker, tolerances
 from torch.overrides import TorchFunctionMode
 
 import hwnumerics
@@ -103,3 +105,12 @@ def no_casts():
     """`no_casts("to_bits", x, fmt)` calls the package's to_bits (or from_bits, round_to_format) in
     the worker with low-precision torch dtypes off limits."""
     return call_without_casts
+
+
+_TOLERANCES = tolerances(Path(__file__).parent)
+
+
+@pytest.fixture(scope="session")
+def tol():
+    """tol(name) -> {"rtol": r, "atol": a}: the tolerance `name` of assignment.toml's [tolerances]."""
+    return _TOLERANCES
