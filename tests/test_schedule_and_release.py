@@ -87,3 +87,16 @@ def test_the_course_gives_p1_its_decode_kernel_only_after_stage_4_is_due(repo_co
     plan = load_schedule(repo_course.root / "course" / "schedule.toml", repo_course.ids())
     assert plan.week_of("p1_minivllm").release >= plan.week_of("s04_kernels").due
     assert check_schedule(repo_course) == [] and check_given(repo_course, "p1_minivllm") == []
+
+
+def test_a_given_file_must_exist_and_ship_whole(demo_course):
+    from autograder.authoring.invariants import check_given
+
+    sol = demo_course.solutions / "s00_demo"
+    with open(sol / "assignment.toml", "a") as fh:
+        fh.write('\n[[given]]\nfile = "demo/kernel.py"\nsolves = "s00_demo"\n')
+    assert check_given(demo_course, "s00_demo") == ["s00_demo: [[given]] demo/kernel.py does not exist"]
+    (sol / "demo" / "kernel.py").write_text("def f():\n    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n")
+    assert "has a solution region" in check_given(demo_course, "s00_demo")[0]
+    (sol / "demo" / "kernel.py").write_text("def f():\n    return 1\n")
+    assert check_given(demo_course, "s00_demo") == []
