@@ -2,8 +2,8 @@
 
 1. The reference solution scores every CPU-gradable point.  2. The untouched stub scores zero.
 3. assignments/ equals what the generator makes, and each handout's grading section equals what
-   the spec and the tests give.  4. No solution body or hidden test in a release; a file that
-   answers an earlier exercise ([[given]]) ships whole, and only after that exercise is due.
+   the spec and the tests give.  4. No solution body or hidden test in a release; a file or package
+   that answers an earlier exercise ([[given]]) ships whole, and only after that exercise is due.
 5. (Grading always yields a complete result: the project's adversarial tests check that.)
 """
 
@@ -31,15 +31,31 @@ def check_sync(course: Course, aid: str) -> list[str]:
 
 def check_given(course: Course, aid: str) -> list[str]:
     """Each [[given]] file exists and has no solution region (it ships whole; that the student copy
-    equals it is check_sync's business, as for every file)."""
+    equals it is check_sync's business, as for every file). A given package is the package of the
+    assignment it solves, and lives only there (one source of truth: never a copy in this one)."""
     problems = []
     for given in course.spec(aid).given:
+        if given.package:
+            problems += _given_package_problems(course, aid, given.package, given.solves)
+            continue
         master = course.master_dir(aid) / given.file
         if not master.is_file():
             problems.append(f"{aid}: [[given]] {given.file} does not exist")
         elif has_markers(master.read_text()):
             problems.append(f"{aid}: [[given]] {given.file} has a solution region; a given file ships whole")
     return problems
+
+
+def _given_package_problems(course: Course, aid: str, package: str, solves: str) -> list[str]:
+    if solves not in course.ids():
+        return [f"{aid}: [[given]] package {package} solves {solves}, which this course does not have"]
+    if course.spec(solves).package != package:
+        return [(f"{aid}: [[given]] package {package} is not the package of {solves} "
+                 f"({course.spec(solves).package!r})")]
+    if (solution := course.solution_dir(aid)) is not None and (solution / package).exists():
+        return [(f"{aid}: solutions/{aid}/{package} copies the given package: it ships from "
+                 f"solutions/{solves}/{package}; delete the copy")]
+    return []
 
 
 def check_schedule(course: Course) -> list[str]:

@@ -85,6 +85,13 @@ def strip_solutions(text: str, filename: str, prefix: str, counter: int) -> tupl
     return "".join(out), counter
 
 
+def keep_solutions(text: str, filename: str) -> str:
+    """The reference with its marker lines dropped and every body kept: how a given package from an
+    earlier assignment ships (its exercise is due, so its answer is no longer a secret)."""
+    drop = {i for region in find_regions(text, filename) for i in (region.begin, region.end)}
+    return "".join(line for i, line in enumerate(text.splitlines(keepends=True)) if i not in drop)
+
+
 def has_markers(text: str) -> bool:
     return any(BEGIN.match(line) or END.match(line) for line in text.splitlines())
 

@@ -40,22 +40,23 @@ class Schedule:
         return next((w for w in self.weeks if assignment_id in w.assignments), None)
 
     def check_given(self, specs: Mapping[str, AssignmentSpec]) -> None:
-        """A file that answers an earlier exercise ([[given]] of assignment.toml) is released only
-        after that exercise is due: its assignment's release date must not precede the due date."""
+        """A file or package that answers an earlier exercise ([[given]] of assignment.toml) is
+        released only after that exercise is due: its assignment's release date must not precede
+        the due date."""
         for aid, spec in specs.items():
             week = self.week_of(aid)
             for given in spec.given:
                 if given.solves not in specs:
-                    raise ValueError(f"{aid}: [[given]] {given.file} solves unknown assignment {given.solves!r}")
+                    raise ValueError(f"{aid}: [[given]] {given.name} solves unknown assignment {given.solves!r}")
                 source = self.week_of(given.solves)
                 if week is None:
                     continue
                 if source is None:
-                    raise ValueError(f"{aid} (week {week.number}) gives {given.file}, the answer to "
+                    raise ValueError(f"{aid} (week {week.number}) gives {given.name}, the answer to "
                                      f"{given.solves}, which is not scheduled: schedule {given.solves} first")
                 if week.release < source.due:
                     raise ValueError(f"{aid} (week {week.number}, released {week.release:%Y-%m-%d}) gives "
-                                     f"{given.file}, the answer to {given.solves}, before {given.solves} is due "
+                                     f"{given.name}, the answer to {given.solves}, before {given.solves} is due "
                                      f"({source.due:%Y-%m-%d %H:%M} UTC): release {aid} later")
 
 

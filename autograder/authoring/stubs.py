@@ -11,9 +11,17 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from autograder.authoring.markers import MD_MARKER, has_markers, strip_answer, strip_numeric, strip_solutions
+from autograder.authoring.markers import (
+    MD_MARKER,
+    has_markers,
+    keep_solutions,
+    strip_answer,
+    strip_numeric,
+    strip_solutions,
+)
 from autograder.host.course_files import counts, instructor_only
 from autograder.host.repo import Course
+from autograder.host.spec import AssignmentSpec
 from autograder.host.written import PLACEHOLDER
 
 
@@ -27,8 +35,9 @@ def _shipped_files(solution_dir: Path) -> list[Path]:
     return files
 
 
-def render_release(solution_dir: Path, prefix: str) -> dict[Path, bytes]:
-    """The student copy of one assignment, as {relative path: content}."""
+def render_release(solution_dir: Path, prefix: str, given: dict[Path, bytes] | None = None) -> dict[Path, bytes]:
+    """The student copy of one assignment, as {relative path: content}; `given`: its given packages
+    (`given_packages`), shipped as they are."""
     out: dict[Path, bytes] = {}
     counter = 0
     for rel in _shipped_files(solution_dir):
@@ -42,12 +51,33 @@ def render_release(solution_dir: Path, prefix: str) -> dict[Path, bytes]:
         elif rel.suffix == ".toml" and rel.parts[0] == "answers":
             data = strip_numeric(data.decode(), str(solution_dir / rel)).encode()
         out[rel] = data
+    return out | (given or {})
+
+
+def given_packages(course: Course, spec: AssignmentSpec) -> dict[Path, bytes]:
+    """The packages `spec` is given ([[given]] package): each earlier assignment's reference package,
+    marker lines dropped and bodies kept. Empty for a package whose solution this checkout lacks (a
+    student's: there the assignment folder already holds it)."""
+    out: dict[Path, bytes] = {}
+    for given in spec.given_packages:
+        source = course.solution_dir(given.solves)
+        if source is None:
+            continue
+        for rel in _shipped_files(source):
+            if rel.parts[0] != given.package:
+                continue
+            data = (source / rel).read_bytes()
+            if rel.suffix == ".py":
+                data = keep_solutions(data.decode(), str(source / rel)).encode()
+            out[rel] = data
     return out
 
 
-def render_package(solution_dir: Path, package: str, prefix: str) -> dict[Path, bytes]:
-    """Only the stubbed package files of an assignment (what a fresh student starts from)."""
-    return {rel: data for rel, data in render_release(solution_dir, prefix).items() if rel.parts[0] == package}
+def render_package(solution_dir: Path, packages: tuple[str, ...], prefix: str,
+                   given: dict[Path, bytes] | None = None) -> dict[Path, bytes]:
+    """Only the package files of an assignment, stubbed, with its given packages (what a fresh
+    student starts from)."""
+    return {rel: data for rel, data in render_release(solution_dir, prefix, given).items() if rel.parts[0] in packages}
 
 
 def stale_paths(course: Course, assignment_id: str) -> list[str]:
@@ -56,7 +86,7 @@ def stale_paths(course: Course, assignment_id: str) -> list[str]:
     solution = course.solution_dir(assignment_id)
     if solution is None:
         return []
-    expected = render_release(solution, spec.task_prefix)
+    expected = render_release(solution, spec.task_prefix, given_packages(course, spec))
     target = course.student_dir(assignment_id)
     actual = {rel for rel in _shipped_files(target)} if target.is_dir() else set()
     problems = [f"missing {rel}" for rel in sorted(expected.keys() - actual)]
@@ -73,7 +103,7 @@ def write_assignment(course: Course, assignment_id: str) -> int:
     solution = course.solution_dir(assignment_id)
     if solution is None:
         return 0
-    files = render_release(solution, spec.task_prefix)
+    files = render_release(solution, spec.task_prefix, given_packages(course, spec))
     target = course.student_dir(assignment_id)
     if target.exists():
         shutil.rmtree(target)

@@ -105,7 +105,8 @@ def unexpected(expected: list[ExpectedTest], reported: Reported) -> list[str]:
     return sorted(set(reported.tests) - known)
 
 
-def collect_expected(workdir: Path, env: dict[str, str], cache: Path | None, package: str) -> list[ExpectedTest]:
+def collect_expected(workdir: Path, env: dict[str, str], cache: Path | None, package: str,
+                     given: tuple[str, ...] = ()) -> list[ExpectedTest]:
     """Run pytest --collect-only over trusted code in `workdir`; GraderError on authoring errors.
     The package loads in a worker as in a graded run, so test ids come out the same."""
     digest = _tree_digest(workdir)
@@ -114,7 +115,7 @@ def collect_expected(workdir: Path, env: dict[str, str], cache: Path | None, pac
         return _parse_manifest(json.loads(cached.read_text()))
     manifest = workdir / ".manifest.json"
     argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "autograder.judge.plugin",
-            "--ag-manifest", str(manifest), "--ag-package", package, "-p", "no:cacheprovider", "-o", "pythonpath=.",
+            "--ag-manifest", str(manifest), "--ag-package", package, "--ag-given", ",".join(given), "-p", "no:cacheprovider", "-o", "pythonpath=.",
             "--rootdir", str(workdir), "tests", "hidden"]
     argv = [a for a in argv if a not in ("tests", "hidden") or (workdir / a).is_dir()]
     proc = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)

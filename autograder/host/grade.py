@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from autograder.authoring.stubs import render_package
+from autograder.authoring.stubs import given_packages, render_package
 from autograder.hardware import hardware_tag
 from autograder.host.collect import collect_expected, read_reported, reconcile, unexpected
 from autograder.host.errors import GraderError
@@ -108,13 +108,14 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     results_file = workdir / RESULTS_FILE
     argv = [sys.executable, "-m", "pytest", *test_files, "-p", "autograder.judge.plugin",
             "--ag-results", str(results_file), "--ag-package", spec.package,
+            "--ag-given", ",".join(spec.packages[1:]),
             "--ag-forbid", ",".join(spec.limits.forbidden), "--ag-accounting", json.dumps(spec.accounting.to_json()),
             "-p", "no:cacheprovider",
             "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
             "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}"]
     # The master tests and support files stay read-only: the worker starts while the judge is still
     # collecting, and must not rewrite a test before the judge imports it.
-    read_only = tuple(p for p in workdir.iterdir() if p.name not in (spec.package, "home", "tmp", RESULTS_FILE))
+    read_only = tuple(p for p in workdir.iterdir() if p.name not in (*spec.packages, "home", "tmp", RESULTS_FILE))
     request = job.request(argv, workdir, spec.limits.file_timeout_s * len(test_files),
                           secret=key, secret_flag="--ag-key-fd",  # the backend says where the judge reads it
                           read_only=read_only,
@@ -183,9 +184,10 @@ def grade_assignment(
         raise GraderError(f"{source_dir}: no package folder {spec.package!r} to grade")
     tag = hardware_tag(hardware)
     backend = select_backend(sandbox)
-    base = render_package(solution_dir, spec.package, spec.task_prefix) if solution_dir else {}
-    trusted = _package_files(solution_dir or source_dir, spec)
-    package = student_package(source_dir, spec, base)
+    given = given_packages(course, spec)
+    base = render_package(solution_dir, spec.packages, spec.task_prefix, given) if solution_dir else {}
+    trusted = given | _package_files(solution_dir or source_dir, spec)
+    package = student_package(source_dir, spec, base, solution=solution)
     root = new_root()
     try:
         expected = _collect(course, spec, master_dir, trusted, root)
@@ -220,7 +222,7 @@ def _collect(course: Course, spec: AssignmentSpec, master_dir: Path, trusted: di
     collect_dir = stage(root=root, name="collect", master_dir=master_dir, spec=spec, package_files=trusted,
                         test_files=None)
     return collect_expected(collect_dir, _base_env(collect_dir, 1), course.root / ".cache" / "autograder",
-                            spec.package)
+                            spec.package, spec.packages[1:])
 
 
 def expected_tests(course: Course, assignment_id: str) -> list[ExpectedTest]:
@@ -229,7 +231,8 @@ def expected_tests(course: Course, assignment_id: str) -> list[ExpectedTest]:
     source = course.solution_dir(assignment_id) or course.student_dir(assignment_id)
     root = new_root()
     try:
-        return _collect(course, spec, course.master_dir(assignment_id), _package_files(source, spec), root)
+        return _collect(course, spec, course.master_dir(assignment_id),
+                    given_packages(course, spec) | _package_files(source, spec), root)
     finally:
         cleanup(root)
 
@@ -300,9 +303,13 @@ def _grade_files(job: _Job, files: list[str], workers: int, result: AssignmentRe
 
 
 def _package_files(directory: Path, spec: AssignmentSpec) -> dict[Path, bytes]:
-    """The package's regular files; a symbolic link is never followed (nor staged)."""
-    files, _links = walk_no_links(directory / spec.package)
-    return {Path(spec.package) / rel: read_no_follow(directory / spec.package / rel) for rel in files}
+    """The regular files of the package and of the given packages found in `directory`; a symbolic
+    link is never followed (nor staged)."""
+    out: dict[Path, bytes] = {}
+    for package in spec.packages:
+        files, _links = walk_no_links(directory / package) if (directory / package).is_dir() else ([], [])
+        out |= {Path(package) / rel: read_no_follow(directory / package / rel) for rel in files}
+    return out
 
 
 def test_files(course: Course, assignment_id: str) -> list[str]:

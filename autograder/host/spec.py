@@ -89,18 +89,34 @@ class Written:
 
 @dataclass(frozen=True)
 class Given:
-    """A file shipped complete that answers an earlier assignment's exercise (`solves`): it may reach
-    students only in releases after that assignment's due date (checked against the schedule)."""
+    """Code shipped complete that answers an earlier assignment's exercise (`solves`): it may reach
+    students only in releases after that assignment's due date (checked against the schedule).
 
-    file: str
-    solves: str
+    Either one `file` of this assignment's own tree, or a whole `package` of an earlier assignment:
+    that assignment's reference package (the one `solves` grades), shipped beside this one's package
+    and never copied into this assignment's solution folder (one source of truth). A student may
+    carry their own version of a given package in instead; it is not graded here.
+    """
+
+    file: str = ""
+    solves: str = ""
     note: str = ""
+    package: str = ""
 
     def __post_init__(self) -> None:
-        if self.file.startswith("/") or ".." in Path(self.file).parts or not self.file.endswith(".py"):
+        if bool(self.file) == bool(self.package):
+            raise ValueError(f"[[given]] {self.name!r}: set exactly one of `file` and `package`")
+        if self.file and (self.file.startswith("/") or ".." in Path(self.file).parts or not self.file.endswith(".py")):
             raise ValueError(f"[[given]] file {self.file!r}: a .py file inside the assignment folder")
+        if self.package and not PACKAGE_PATTERN.match(self.package):
+            raise ValueError(f"[[given]] package {self.package!r} is not a valid Python package name")
         if not ID_PATTERN.match(self.solves):
-            raise ValueError(f"[[given]] {self.file}: solves {self.solves!r} is not an assignment id")
+            raise ValueError(f"[[given]] {self.name}: solves {self.solves!r} is not an assignment id")
+
+    @property
+    def name(self) -> str:
+        """The file, or the package folder (with a trailing slash), as messages name it."""
+        return self.file or f"{self.package}/"
 
 
 @dataclass(frozen=True)
@@ -148,9 +164,21 @@ class AssignmentSpec:
         ids = [w.id for w in self.written]
         if len(set(ids)) != len(ids):
             raise ValueError(f"[[written]]: ids must be unique, got {ids}")
+        given = [g.package for g in self.given if g.package]
+        if self.package in given or len(set(given)) != len(given):
+            raise ValueError(f"[[given]] packages {given} must differ from each other and from {self.package!r}")
         for module in self.accounting.require_kernels:
             if module.split(".")[0] != self.package:
                 raise ValueError(f"[accounting].require_kernels: {module!r} is not inside package {self.package!r}")
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """The graded package first, then the given packages beside it (all staged as the student's code)."""
+        return (self.package, *(g.package for g in self.given if g.package))
+
+    @property
+    def given_packages(self) -> tuple[Given, ...]:
+        return tuple(g for g in self.given if g.package)
 
     @property
     def task_prefix(self) -> str:
@@ -243,16 +271,20 @@ def _parse_written(entries: Any) -> tuple[Written, ...]:
 
 
 def _parse_given(entries: Any) -> tuple[Given, ...]:
-    """[[given]]: file, solves (the assignment whose exercise the file answers), note."""
+    """[[given]]: file or package, solves (the assignment whose exercise it answers), note."""
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-        raise ValueError("[[given]] must be an array of tables (one [[given]] per file)")
+        raise ValueError("[[given]] must be an array of tables (one [[given]] per file or package)")
+    known = {"file", "package", "solves", "note"}
     out = []
     for entry in entries:
-        where = f"[[given]] {entry.get('file', '?')!r}"
-        if unknown := set(entry) - {"file", "solves", "note"}:
-            raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: ['file', 'note', 'solves']")
-        out.append(Given(_expect(entry, "file", str, where), _expect(entry, "solves", str, where),
-                         str(entry.get("note", ""))))
+        where = f"[[given]] {entry.get('file', entry.get('package', '?'))!r}"
+        if unknown := set(entry) - known:
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+        for key in ("file", "package", "note"):
+            if not isinstance(entry.get(key, ""), str):
+                raise ValueError(f"{where}.{key}: expected str, got {entry[key]!r}")  # noqa: TRY004 (one error type for the spec)
+        out.append(Given(file=entry.get("file", ""), package=entry.get("package", ""),
+                         solves=_expect(entry, "solves", str, where), note=entry.get("note", "")))
     return tuple(out)
 
 

@@ -73,7 +73,7 @@ def _support_files(master_dir: Path, spec: AssignmentSpec) -> dict[Path, bytes]:
         top = rel.parts[0]
         if not path.is_file() or NEVER_STAGED & set(rel.parts) or not counts(rel):
             continue
-        if top in TEST_DIRS or top == spec.package or top == ANSWERS:
+        if top in TEST_DIRS or top in spec.packages or top == ANSWERS:
             continue
         files[rel] = path.read_bytes()
     return files
@@ -123,19 +123,27 @@ class SubmittedPackage:
     notes: list[str] = field(default_factory=list)
 
 
-def student_package(student_dir: Path, spec: AssignmentSpec, base: dict[Path, bytes]) -> SubmittedPackage:
-    """`base` (the stub) overlaid with the student's editable files; links are refused, with a note."""
+def student_package(student_dir: Path, spec: AssignmentSpec, base: dict[Path, bytes], *,
+                    solution: bool = False) -> SubmittedPackage:
+    """`base` (the stub and the given packages) overlaid with the student's editable files; links are
+    refused, with a note. A given package the submission leaves out is the course's copy, said once
+    per package (not at all for the reference, whose folder never holds one)."""
     files = dict(base)
     regular, all_links = walk_no_links(student_dir)
-    package = Path(spec.package)
-    links = [rel for rel in all_links if rel == package or package in rel.parents or _is_editable(rel, spec)]
+    packages = [Path(p) for p in spec.packages]
+    links = [rel for rel in all_links
+             if any(rel == p or p in rel.parents for p in packages) or _is_editable(rel, spec)]
     notes = [_link_note(student_dir, rel, base) for rel in links]
     for rel in regular:
         if _is_editable(rel, spec):
             files[rel] = read_no_follow(student_dir / rel)
+    given = {g.package for g in spec.given_packages}
+    absent = sorted(p for p in given if not (student_dir / p).is_dir() or (student_dir / p).is_symlink())
+    if absent and not solution:
+        notes += [f"{p}/ is not in the submission: the course's given {p} was used" for p in absent]
     for rel in sorted(base):
         under_link = any(rel == link or link in rel.parents for link in links)
-        if _is_editable(rel, spec) and rel not in regular and not under_link:
+        if _is_editable(rel, spec) and rel not in regular and not under_link and rel.parts[0] not in absent:
             notes.append(f"{rel} is missing from the submission: the untouched stub was graded in its place")
     return SubmittedPackage(files, notes)
 

@@ -22,13 +22,20 @@ if TYPE_CHECKING:
 
 
 class PackageFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def __init__(self, package: str, client: WorkerClient) -> None:
-        self.package, self.client = package, client
+    """Proxies the graded package; refuses the given packages beside it (the student may have
+    replaced them: they are student code too, and reach the judge only through the package)."""
+
+    def __init__(self, package: str, client: WorkerClient, given: tuple[str, ...] = ()) -> None:
+        self.package, self.client, self.given = package, client, given
 
     def owns(self, name: str) -> bool:
         return name == self.package or name.startswith(self.package + ".")
 
     def find_spec(self, name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        top = name.split(".")[0]
+        if top in self.given:
+            raise ImportError(f"{top} is the student's code beside {self.package}: a test reaches it only "
+                              f"through {self.package}", name=name)
         if not self.owns(name):
             return None
         return importlib.machinery.ModuleSpec(name, self, is_package=True)
@@ -40,10 +47,11 @@ class PackageFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         """Nothing runs here: the package's code runs only in the worker."""
 
 
-def install(package: str, client: WorkerClient) -> PackageFinder:
-    for name in [n for n in sys.modules if n == package or n.startswith(package + ".")]:
-        del sys.modules[name]  # imported by something before the plugin (never by the judge's own code)
-    finder = PackageFinder(package, client)
+def install(package: str, client: WorkerClient, given: list[str] | tuple[str, ...] = ()) -> PackageFinder:
+    for top in (package, *given):
+        for name in [n for n in sys.modules if n == top or n.startswith(top + ".")]:
+            del sys.modules[name]  # imported by something before the plugin (never by the judge's own code)
+    finder = PackageFinder(package, client, tuple(given))
     sys.meta_path.insert(0, finder)
     return finder
 

@@ -94,6 +94,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ag-key-fd", type=int, default=None, help="read the HMAC key from this fd")
     group.addoption("--ag-forbid", default="", help="comma-separated dotted names to patch during tests")
     group.addoption("--ag-package", default="", help="the student package (its aliases get patched too)")
+    group.addoption("--ag-given", default="", help="comma-separated given packages beside it (never imported here)")
     group.addoption("--ag-manifest", default=None, help="collect only: write the expected tests here")
     group.addoption("--ag-accounting", default="{}", help="op and kernel accounting rules (JSON)")
 
@@ -114,10 +115,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     """Before any conftest loads: the import hook, and the worker starting (it imports torch while
     pytest collects)."""
     package = getattr(early_config.known_args_namespace, "ag_package", "")
+    given = [n for n in getattr(early_config.known_args_namespace, "ag_given", "").split(",") if n]
     if package:
         global _client
         _client = WorkerClient(package)
-        importer.install(package, _client)
+        importer.install(package, _client, given)
         _client.start()
 
 
