@@ -19,6 +19,8 @@ import pytest
 from autograder.host.repo import find_root
 
 P1 = find_root() / "solutions" / "p1_minivllm"
+# minivllm runs on the packages P1 is given (stage 5's kvcache, stage 1's transformer): their references
+P1_PATH = os.pathsep.join(str(P1.parent / d) for d in ("p1_minivllm", "s05_kvcache", "s01_transformer"))
 
 CHECKS = r"""
 import json, torch, torch.nn.functional as F
@@ -40,8 +42,7 @@ for dt in (torch.float32, torch.float16):
     out[f"add_rms_norm_{name}"] = err(y, y_ref) + err(s, s_ref)
     out[f"rms_norm_{name}"] = err(rms_norm(x, norm.weight, 1e-6)[0], norm(x)[0])
     q = torch.randn(7, 6, 32, dtype=dt)
-    inv_freq = 1.0 / 10000 ** (torch.arange(0, 32, 2).float() / 32)
-    cos, sin = rope_cos_sin(torch.tensor([0, 1, 5, 100, 1000, 3000, 4095]), inv_freq, dt)
+    cos, sin = rope_cos_sin(torch.tensor([0, 1, 5, 100, 1000, 3000, 4095]), 32, 10000.0, dt)
     out[f"rope_{name}"] = err(rope(q, cos, sin), apply_rope(q, cos, sin))
     g, u = torch.randn(3, 700, dtype=dt), torch.randn(3, 700, dtype=dt)
     out[f"silu_mul_{name}"] = err(silu_mul(g, u), F.silu(g) * u)
@@ -65,7 +66,7 @@ print(json.dumps(out))
 
 def _child(code: str) -> dict:
     """Run `code` in a child with p1's reference package importable; its last line is JSON."""
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(P1)}
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": P1_PATH}
     proc = subprocess.run([sys.executable, "-c", code], cwd=P1, env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -154,7 +155,7 @@ print(json.dumps(out))
 def test_the_given_kernels_compute_only_in_their_kernels():
     """Under the allowlist of a kernel exercise (autograder/protocol/rules.py), each given kernel's
     entry point runs nothing but its own launches, allocation, views, copies and casts."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(P1), str(find_root())])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([P1_PATH, str(find_root())])}
     proc = subprocess.run([sys.executable, "-c", ALLOWLIST], cwd=P1, env={**env, "TRITON_INTERPRET": "1"},
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

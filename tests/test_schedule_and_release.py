@@ -79,13 +79,15 @@ def test_a_given_file_must_name_a_known_exercise_and_stay_in_the_folder():
         parse_spec(base | {"given": [{"file": "k.py", "solves": "s04_kernels", "from": "x"}]})
 
 
-def test_the_course_gives_p1_its_decode_kernel_only_after_stage_4_is_due(repo_course):
+def test_the_course_gives_p1_stage_5_1_and_4_only_after_they_are_due(repo_course):
     from autograder.authoring.invariants import check_given, check_schedule
 
     given = repo_course.spec("p1_minivllm").given
-    assert [(g.file, g.solves) for g in given] == [("minivllm/paged_decode_triton.py", "s04_kernels")]
+    assert [(g.name, g.solves) for g in given] == [("kvcache/", "s05_kvcache"), ("transformer/", "s01_transformer"),
+                                                  ("minivllm/paged_decode_triton.py", "s04_kernels")]
     plan = load_schedule(repo_course.root / "course" / "schedule.toml", repo_course.ids())
-    assert plan.week_of("p1_minivllm").release >= plan.week_of("s04_kernels").due
+    for g in given:
+        assert plan.week_of("p1_minivllm").release >= plan.week_of(g.solves).due
     assert check_schedule(repo_course) == [] and check_given(repo_course, "p1_minivllm") == []
 
 

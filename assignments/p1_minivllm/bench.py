@@ -149,7 +149,7 @@ def main() -> None:
           f"TTFT mean {statistics.fmean(ttft) * 1e3:.0f} ms, p50 {percentile(ttft, 0.5) * 1e3:.0f} ms, "
           f"p99 {percentile(ttft, 0.99) * 1e3:.0f} ms | TPOT mean {statistics.fmean(tpot) * 1e3:.2f} ms | "
           f"{llm.block_manager.num_blocks} KV blocks of {args.block_size}, "
-          f"{llm.scheduler.num_preemptions} preemptions")
+          f"{llm.num_preemptions} preemptions")
     if args.no_hf:
         return
     del llm

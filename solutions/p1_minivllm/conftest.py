@@ -1,9 +1,9 @@
 """Shared fixtures: a seeded tiny LLaMA saved as an HF folder, the HF greedy oracle, prompt makers,
-and an independent auditor of the block manager's state that tests pass as `LLM(..., on_step=...)`.
+and an independent auditor of the KV pool's state that tests pass as `LLM(..., on_step=...)`.
 
-The package runs in the worker: `pool_state` reads the pool's and the queues' public state there in
-one request (a block or a sequence is an object of the worker, each attribute read a request), and
-`audit_blocks` checks that plain data here."""
+The package runs in the worker: `engine_state` reads the public state of the engine's block manager
+and scheduler (stage 5's kvcache) there in one request (a block or a sequence is an object of the
+worker, each attribute read a request), and `audit_blocks` checks that plain data here."""
 
 from __future__ import annotations
 
@@ -95,22 +95,21 @@ def _seq_state(seq) -> dict:
                 token_ids=list(seq.token_ids))
 
 
-@in_worker
-def pool_state(bm, running, waiting=(), scheduled=()) -> dict:
-    """In the worker: the public state of a block manager and of the sequences given, as plain data
-    (checked in the judge by `audit_blocks`); `step_tokens` sums the tokens of `scheduled`."""
-    return dict(block_size=bm.block_size, num_blocks=bm.num_blocks, free_block_ids=list(bm.free_block_ids),
+def pool_state(bm, running, waiting=(), batch=None) -> dict:
+    """The public state of a block manager and of the sequences given, as plain data (checked in the
+    judge by `audit_blocks`); `step_tokens` sums the tokens of the batch's entries."""
+    return dict(block_size=bm.block_size, num_blocks=bm.num_blocks, free_block_ids=list(bm.free_queue),
                 blocks=[dict(block_id=b.block_id, ref_count=b.ref_count, token_ids=list(b.token_ids))
                         for b in bm.blocks],
                 running=[_seq_state(s) for s in running], waiting=[_seq_state(s) for s in waiting],
-                step_tokens=sum(s.num_tokens for s in scheduled))
+                step_tokens=0 if batch is None else sum(e.num_tokens for e in batch.entries))
 
 
 @in_worker
-def engine_state(llm, scheduled=()) -> dict:
+def engine_state(llm, batch=None) -> dict:
     """In the worker: `pool_state` of an LLM's block manager and of its scheduler's queues."""
     sched = llm.scheduler
-    return pool_state(llm.block_manager, list(sched.running), list(sched.waiting), list(scheduled))
+    return pool_state(llm.block_manager, list(sched.running), list(sched.waiting), batch)
 
 
 def audit_blocks(state: dict) -> list[str]:
@@ -159,9 +158,9 @@ class BlockAudit:
         self.max_running = 0
         self.completion_lens: dict[int, int] = {}
 
-    def __call__(self, llm, scheduled) -> None:
+    def __call__(self, llm, batch) -> None:
         self.steps += 1
-        state = engine_state(llm, scheduled)
+        state = engine_state(llm, batch)
         problems = audit_blocks(state)
         assert not problems, f"after step {self.steps}: " + "; ".join(problems[:5])
         self.max_step_tokens = max(self.max_step_tokens, state["step_tokens"])
@@ -184,12 +183,6 @@ class BlockAudit:
 def block_audit():
     """The BlockAudit class: pass an instance as LLM(..., on_step=audit)."""
     return BlockAudit
-
-
-@pytest.fixture
-def pool_problems():
-    """pool_problems(block_manager, running, waiting=()) -> list of broken invariants (empty: fine)."""
-    return lambda bm, running, waiting=(): audit_blocks(pool_state(bm, running, waiting))
 
 
 _TOLERANCES = tolerances(Path(__file__).parent)

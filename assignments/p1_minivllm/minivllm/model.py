@@ -2,9 +2,11 @@
 
 Numerics follow HF `LlamaForCausalLM`: RMSNorm in fp32, RoPE cos/sin computed in fp32 then cast,
 SwiGLU MLP, no biases. Parameter names match the HF checkpoint, so `load_weights` is a plain
-state-dict load from the folder's safetensors files. With the "triton" backend (CUDA), the residual
-add + RMSNorm, RoPE and SwiGLU's activation each run as one fused kernel (`fused_triton`) with the
-same rounding; the "torch" backend runs the plain ops below.
+state-dict load from the folder's safetensors files. RoPE's angles come from stage 1's
+`transformer.rope_cos_sin`. With the "torch" backend the layers are stage 1's `transformer.rms_norm`
+and `transformer.apply_rope` (laid out for this model's (tokens, heads, head_dim) rows); with the
+"triton" backend (CUDA), the residual add + RMSNorm, RoPE and SwiGLU's activation each run as one
+fused kernel (`fused_triton`) with the same rounding.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+import transformer
 from safetensors.torch import load_file
 from torch import Tensor, nn
 
@@ -35,23 +38,21 @@ class RMSNorm(nn.Module):
 
             return rms_norm(x, self.weight, self.eps, residual)
         s = x if residual is None else x + residual
-        h = s.float()
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * h.to(s.dtype), s
+        return transformer.rms_norm(s, self.weight, self.eps), s
 
 
-def rope_cos_sin(positions: Tensor, inv_freq: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-    """positions (T,) -> cos, sin of shape (T, 1, head_dim), computed in fp32 and cast to dtype."""
-    freqs = positions.float()[:, None] * inv_freq[None, :]
-    emb = torch.cat([freqs, freqs], dim=-1)[:, None, :]
-    return emb.cos().to(dtype), emb.sin().to(dtype)
+def rope_cos_sin(positions: Tensor, head_dim: int, theta: float, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """positions (T,) -> cos, sin of shape (T, 1, head_dim) in dtype: stage 1's fp32 `rope_cos_sin`
+    of one sequence of T positions, cast once for every layer and laid out to broadcast over heads."""
+    cos, sin = transformer.rope_cos_sin(positions[None], head_dim, theta)  # (1, T, head_dim) fp32
+    return cos[0, :, None].to(dtype), sin[0, :, None].to(dtype)
 
 
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """x: (T, heads, head_dim), rotate-half convention of HF LLaMA."""
-    half = x.shape[-1] // 2
-    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return x * cos + rotated * sin
+    """x: (T, heads, head_dim), cos, sin: (T, 1, head_dim). Stage 1's `apply_rope` on views: it takes
+    x as (batch, heads, T, head_dim) and cos, sin as (batch, T, head_dim)."""
+    out = transformer.apply_rope(x.transpose(0, 1)[None], cos.transpose(0, 1), sin.transpose(0, 1))
+    return out[0].transpose(0, 1)
 
 
 class Attention(nn.Module):
@@ -137,19 +138,17 @@ class LlamaForCausalLM(nn.Module):
         self.config = cfg
         self.model = LlamaModel(cfg, backend)
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
-        self.register_buffer("inv_freq", _inv_freq(cfg), persistent=False)
 
     @classmethod
     def build(cls, cfg: ModelConfig, backend: str, device: torch.device, dtype: torch.dtype) -> LlamaForCausalLM:
-        """A randomly initialised model on `device` in `dtype`, with the RoPE frequencies kept in fp32."""
+        """A randomly initialised model on `device` in `dtype`."""
         with torch.device(device):
             model = cls(cfg, backend).to(dtype)
-        model.inv_freq = _inv_freq(cfg).to(device)  # .to(dtype) above rounded them
         return model.eval()
 
     def forward(self, input_ids: Tensor, positions: Tensor, meta: AttentionMetadata, kv_cache: Tensor) -> Tensor:
         x = self.model.embed_tokens(input_ids)
-        cos, sin = rope_cos_sin(positions, self.inv_freq, x.dtype)
+        cos, sin = rope_cos_sin(positions, self.config.head_dim, self.config.rope_theta, x.dtype)
         residual = None
         for layer, kv in zip(self.model.layers, kv_cache):
             x, residual = layer(x, residual, cos, sin, meta, kv)
@@ -158,10 +157,6 @@ class LlamaForCausalLM(nn.Module):
     def compute_logits(self, hidden: Tensor) -> Tensor:
         """(S, hidden) -> fp32 logits (S, vocab)."""
         return self.lm_head(hidden).float()
-
-
-def _inv_freq(cfg: ModelConfig) -> Tensor:
-    return 1.0 / cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float) / cfg.head_dim)
 
 
 def load_weights(model: LlamaForCausalLM, model_path: str | Path) -> None:

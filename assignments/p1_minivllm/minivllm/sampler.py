@@ -18,7 +18,7 @@ def sampling_probs(logits: Tensor, params: list[SamplingParams]) -> Tensor:
     of the mass: the smallest set whose mass reaches top_p, as HF's TopPLogitsWarper keeps. Returns
     the renormalised probabilities (S, V), zero outside the kept set.
     """
-    raise NotImplementedError("p1.15: sampling_probs")
+    raise NotImplementedError("p1.5: sampling_probs")
 
 
 def sample(logits: Tensor, params: list[SamplingParams], generators: list[torch.Generator | None]) -> list[int]:
@@ -29,4 +29,4 @@ def sample(logits: Tensor, params: list[SamplingParams], generators: list[torch.
     default generator). A row draws from its generator exactly once, so a seeded request's samples
     do not depend on the other rows.
     """
-    raise NotImplementedError("p1.16: sample")
+    raise NotImplementedError("p1.6: sample")

@@ -56,7 +56,7 @@ def test_reusing_a_duplicate_block_keeps_the_live_copy_cached(tiny_llama, hf_gre
 def generate_on_a_step_clock(model_path, prompts, max_tokens, **config):
     """In the worker: LLM.generate with the engine module's clock replaced by one that reads the
     number of finished steps plus 10 (the on_step hook, run last in each step, advances it).
-    Returns the scheduled (seq_id, num_tokens) of every step, the tokens and the metrics of each
+    Returns the (seq_id, num_tokens) of every step's batch entries, the tokens and the metrics of each
     request."""
     engine = sys.modules[LLM.__module__]
     steps, plan = [0], []
@@ -64,8 +64,8 @@ def generate_on_a_step_clock(model_path, prompts, max_tokens, **config):
     def now() -> float:
         return 10.0 + steps[0]
 
-    def hook(llm, scheduled) -> None:
-        plan.append([[s.seq.seq_id, s.num_tokens] for s in scheduled])
+    def hook(llm, batch) -> None:
+        plan.append([[e.seq_id, e.num_tokens] for e in batch.entries])
         steps[0] += 1
 
     def now_ns() -> int:

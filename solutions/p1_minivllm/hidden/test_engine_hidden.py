@@ -55,7 +55,7 @@ def test_preempted_sequences_keep_their_generated_tokens(tiny_llama, make_prompt
     tight = llm_for(tiny_llama, audit, block_size=4, num_kv_blocks=10, max_num_batched_tokens=32)
     pressed = tight.generate(prompts, params)
     relaxed = llm_for(tiny_llama, block_audit(), block_size=4).generate(prompts, params)
-    assert tight.scheduler.num_preemptions > 0
+    assert tight.num_preemptions > 0
     assert tokens_of(pressed) == tokens_of(relaxed)
     audit.assert_all_freed(tight)
 
@@ -100,7 +100,7 @@ def test_evicted_cache_blocks_under_pressure_still_give_hf_tokens(tiny_llama, hf
     audit = block_audit()
     llm = llm_for(tiny_llama, audit, block_size=4, num_kv_blocks=12, max_num_batched_tokens=16)
     assert tokens_of(llm.generate(prompts, greedy(12))) == hf_greedy(prompts, 12)
-    assert llm.scheduler.num_preemptions > 0
+    assert llm.num_preemptions > 0
     audit.assert_all_freed(llm)
 
 
@@ -118,7 +118,7 @@ def test_stop_tokens_max_model_len_and_one_token_prompts(tiny_llama, hf_greedy, 
 
 @pytest.mark.points(1)
 def test_step_by_step_api_reports_each_request_once(tiny_llama, make_prompts, block_audit):
-    llm = llm_for(tiny_llama, block_audit(), block_size=4)
+    llm = llm_for(tiny_llama, block_audit(), block_size=4, debug_check_invariants=True)
     ids = [llm.add_request(p, greedy(n)) for p, n in zip(make_prompts(seed=29, count=3, low=2, high=9), (3, 1, 5))]
     finished = []
     while llm.has_unfinished_requests():

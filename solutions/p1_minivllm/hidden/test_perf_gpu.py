@@ -73,7 +73,7 @@ def prefill_all(llm) -> None:
 def running_state(llm) -> tuple[int, int, int]:
     """In the worker: (running sequences, their tokens in all, preemptions so far)."""
     sched = llm.scheduler
-    return len(sched.running), sum(s.num_tokens for s in sched.running), sched.num_preemptions
+    return len(sched.running), sum(s.num_tokens for s in sched.running), llm.num_preemptions
 
 
 @in_worker
@@ -133,7 +133,7 @@ def test_throughput_vs_hf_static_batches(big_llama, perf):
     tpot = sum(o.tpot() for o in outputs) / len(outputs)
     print(f"minivllm {useful / ours_s:.0f} tok/s ({ours_s:.2f} s; {accounted_s:.2f} s with the accounting on), "
           f"mean TTFT {ttft * 1e3:.0f} ms, mean TPOT {tpot * 1e3:.1f} ms (accounted run), "
-          f"preemptions {llm.scheduler.num_preemptions}; "
+          f"preemptions {llm.num_preemptions}; "
           f"HF static batch {HF_BATCH}: {useful / hf_s:.0f} tok/s ({hf_s:.2f} s)")
     perf.record("throughput_vs_hf_static", hf_s / ours_s)
     del llm, outputs

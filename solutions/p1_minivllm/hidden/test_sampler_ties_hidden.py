@@ -99,3 +99,16 @@ def test_top_p_stops_where_the_mass_reaches_p_exactly(top_p, kept):
     support = [p for p in probs.tolist() if p > 0]
     assert len(support) == kept, f"top_p={top_p} kept {len(support)} of 8 equal tokens (HF keeps {kept})"
     assert all(p == pytest.approx(1 / kept, abs=1e-6) for p in support)  # fp32 softmax: 1e-6
+
+
+@pytest.mark.points(1)
+def test_a_greedy_row_gets_the_temperature_one_distribution():
+    """sampling_probs treats a temperature-0 row as temperature 1 (its docstring): the row is greedy
+    and never samples, but its probabilities must still be a distribution (no division by zero).
+    Oracle: the exact top-k softmax at temperature 1; tolerance 1e-6 (fp32 softmax)."""
+    row = [3.0, 2.0, 1.0, 1.0, 1.0, 0.5, -1.0, 1.0]
+    probs = sampling_probs(torch.tensor([row, row]), [SamplingParams(temperature=0.0, top_k=3),
+                                                     SamplingParams(temperature=1.0, top_k=3)])
+    expected = top_k_oracle(row, 1.0, 3)
+    for got in probs.tolist():
+        assert got == pytest.approx(expected, abs=1e-6)

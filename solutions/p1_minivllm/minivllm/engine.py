@@ -3,37 +3,51 @@
     llm = LLM("path/to/hf_folder", block_size=16, max_num_seqs=64)
     outputs = llm.generate([[1, 2, 3], [4, 5]], SamplingParams(temperature=0, max_tokens=32))
 
-Each `step()` asks the scheduler for work, runs the model once over all scheduled tokens, and lets
-the scheduler apply the sampled tokens. `generate` adds requests and steps until all finish.
+The KV bookkeeping and the scheduling are stage 5's `kvcache` (BlockManager, Scheduler, Sequence):
+each `step()` asks the scheduler for a `kvcache.Batch`, runs the model once over all its tokens, and
+hands the sampled tokens back to the scheduler. The engine keeps what kvcache does not know about:
+each request's sampling settings, its generator, its prompt text and its timings.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence as Seq
+from dataclasses import dataclass
 from pathlib import Path
 
+import kvcache
 import torch
 
-from .block_manager import BlockManager
 from .config import EngineConfig, ModelConfig
 from .model_runner import ModelRunner
 from .outputs import CompletionOutput, RequestMetrics, RequestOutput
+from .pool_check import check_pool
 from .sampling_params import SamplingParams
-from .scheduler import ScheduledSeq, Scheduler
-from .sequence import Sequence
 
-StepHook = Callable[["LLM", list[ScheduledSeq]], None]
+StepHook = Callable[["LLM", kvcache.Batch], None]
+
+
+@dataclass
+class Request:
+    """What the engine keeps per request beside its `kvcache.Sequence`."""
+
+    seq: kvcache.Sequence
+    params: SamplingParams
+    generator: torch.Generator  # the request's own when params.seed is set, else the engine's
+    prompt: str | None  # the prompt text, None for a token-id prompt
+    metrics: RequestMetrics
 
 
 class LLM:
     """An offline inference engine over a LLaMA stored as an HF folder (config.json + safetensors).
 
-    on_step: optional debug hook called after every step as on_step(llm, scheduled), once the
-        step's results are applied (tests use it to check the block invariants at every step).
+    on_step: optional debug hook called after every step as on_step(llm, batch) with the step's
+        `kvcache.Batch`, once its results are applied (tests use it to audit the blocks every step).
     config: fields of EngineConfig.
 
-    Attributes: config, model_config, max_model_len, model_runner, block_manager, scheduler.
+    Attributes: config, model_config, max_model_len, model_runner, block_manager, scheduler
+    (kvcache's), num_preemptions (preemptions over the engine's life).
     """
 
     def __init__(self, model_path: str | Path, on_step: StepHook | None = None, **config) -> None:
@@ -45,15 +59,28 @@ class LLM:
             raise ValueError(f"without chunked prefill, max_num_batched_tokens "
                              f"({self.config.max_num_batched_tokens}) must be >= max_model_len ({self.max_model_len})")
         self.model_runner = ModelRunner(model_path, self.model_config, self.config, self.max_model_len)
-        self.block_manager = BlockManager(self.model_runner.num_kv_blocks, self.config.block_size,
-                                          self.config.enable_prefix_caching)
-        self.scheduler = Scheduler(self.config, self.block_manager, self.max_model_len,
-                                   self.model_config.eos_token_ids)
+        self.block_manager = kvcache.BlockManager(self.model_runner.num_kv_blocks, self.config.block_size,
+                                                  enable_prefix_caching=self.config.enable_prefix_caching)
+        self.scheduler = kvcache.Scheduler(self._scheduler_config(), self.block_manager)
         self.tokenizer = _load_tokenizer(Path(model_path))
         self.on_step = on_step
+        self.num_preemptions = 0
         self._generator = torch.Generator(self.model_runner.device).manual_seed(self.config.seed)
         self._next_id = 0
-        self._requests: dict[int, tuple[Sequence, str | None, RequestMetrics]] = {}
+        self._requests: dict[int, Request] = {}
+
+    def _scheduler_config(self) -> kvcache.SchedulerConfig:
+        """kvcache's knobs from the engine's: decode-first (SARATHI) steps mixing decodes and chunks."""
+        c = self.config
+        # A step runs at most max_num_batched_tokens sequences anyway (each computes >= 1 token), and
+        # kvcache insists on budget >= max_num_seqs so that every running sequence can decode at once.
+        max_num_seqs = min(c.max_num_seqs, c.max_num_batched_tokens)
+        # kvcache refuses a pool that cannot hold one max_model_len sequence; the engine refuses the
+        # requests that do not fit instead (add_request), so the scheduler sees what the pool holds.
+        longest = min(self.max_model_len, self.block_manager.num_blocks * self.config.block_size)
+        return kvcache.SchedulerConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=c.max_num_batched_tokens,
+                                       max_model_len=longest, policy="decode_first",
+                                       enable_chunked_prefill=c.enable_chunked_prefill)
 
     def add_request(self, prompt: str | list[int], params: SamplingParams) -> int:
         """Queues one request; returns its id. Token-id prompts are taken as they are."""
@@ -64,56 +91,70 @@ class LLM:
         bad = [t for t in token_ids if not 0 <= t < self.model_config.vocab_size]
         if bad:
             raise ValueError(f"token ids {bad[:5]} outside the vocabulary of {self.model_config.vocab_size}")
-        longest = min(len(token_ids) + params.max_tokens, self.max_model_len)
-        if -(-longest // self.config.block_size) > self.block_manager.num_blocks:
-            raise ValueError(f"a request of up to {longest} tokens cannot fit in "
+        max_tokens = min(params.max_tokens, self.max_model_len - len(token_ids))  # "length" at max_model_len
+        if self.block_manager.blocks_needed(len(token_ids) + max_tokens) > self.block_manager.num_blocks:
+            raise ValueError(f"a request of up to {len(token_ids) + max_tokens} tokens cannot fit in "
                              f"{self.block_manager.num_blocks} KV blocks of {self.config.block_size}")
-        seq = Sequence(self._next_id, token_ids, params, self.config.block_size)
+        stop = tuple(params.stop_token_ids) + (() if params.ignore_eos else self.model_config.eos_token_ids)
+        seq = kvcache.Sequence(self._next_id, token_ids, max_tokens=max_tokens, stop_token_ids=stop)
+        generator = self._generator
         if params.seed is not None:
-            seq.generator = torch.Generator(self.model_runner.device).manual_seed(params.seed)
-        else:
-            seq.generator = self._generator
-        self._requests[seq.seq_id] = (seq, text, RequestMetrics(arrival_time=time.perf_counter()))
-        self._next_id += 1
+            generator = torch.Generator(self.model_runner.device).manual_seed(params.seed)
+        metrics = RequestMetrics(arrival_time=time.perf_counter())
         self.scheduler.add(seq)
+        self._requests[seq.seq_id] = Request(seq, params, generator, text, metrics)
+        self._next_id += 1
         return seq.seq_id
 
     def has_unfinished_requests(self) -> bool:
         return self.scheduler.has_unfinished()
 
     def step(self) -> list[RequestOutput]:
-        """One iteration: schedule, run the model once, apply the results; returns the requests that
-        finished in this step.
+        """One iteration; returns the outputs (`_output`) of the requests that finished in it.
 
-        Raises RuntimeError when requests are pending but nothing can be scheduled (a stuck
-        scheduler must not spin forever). Records each request's first-scheduled and first-token
-        times in its metrics; finished requests get their finished time. Then, when
-        config.debug_check_invariants is set, checks `block_manager.check_invariants` over the
-        running sequences, and calls `on_step(self, scheduled)` if given.
+        1. batch = scheduler.schedule(). A batch without entries while requests are pending raises
+           RuntimeError naming the waiting, running and free-block counts (never spin forever).
+        2. Each entry's request that has no first_scheduled_time gets time.perf_counter().
+        3. Before the model runs, copy each (src, dst) of batch.block_copies in the KV pool
+           (`model_runner.kv_cache[layer, k|v, block]`): block src into block dst, every layer, K and V.
+        4. tokens = model_runner.run(batch, {seq_id: (params, generator)} of the entries' requests);
+           finished = scheduler.update(batch, tokens).
+        5. Then, at one time.perf_counter() reading: the first_token_time of each request that sampled
+           its first token in this step, the finished_time of each finished request.
+        6. num_preemptions grows by len(batch.preempted).
+        7. When config.debug_check_invariants is set, `check_pool(block_manager, scheduler.running)`.
+        8. on_step(self, batch) if a hook is set.
         """
         # BEGIN SOLUTION
-        scheduled = self.scheduler.schedule()
-        if not scheduled:
+        batch = self.scheduler.schedule()
+        if not batch.entries:
             raise RuntimeError(f"nothing schedulable: {len(self.scheduler.waiting)} waiting, "
                                f"{len(self.scheduler.running)} running, "
                                f"{self.block_manager.num_free_blocks} free blocks")
         start = time.perf_counter()
-        for item in scheduled:
-            metrics = self._requests[item.seq.seq_id][2]
+        for entry in batch.entries:
+            metrics = self._requests[entry.seq_id].metrics
             metrics.first_scheduled_time = metrics.first_scheduled_time or start
-        sampled = self.model_runner.run(scheduled)
-        finished = self.scheduler.postprocess(scheduled, sampled)
+        if batch.block_copies:
+            kv = self.model_runner.kv_cache
+            src, dst = zip(*batch.block_copies)
+            kv[:, :, list(dst)] = kv[:, :, list(src)]
+        sampling = {e.seq_id: (self._requests[e.seq_id].params, self._requests[e.seq_id].generator)
+                    for e in batch.entries if e.samples}
+        tokens = self.model_runner.run(batch, sampling)
+        finished = self.scheduler.update(batch, tokens)
         now = time.perf_counter()
-        for item, token in zip(scheduled, sampled):
-            metrics = self._requests[item.seq.seq_id][2]
-            if token is not None and metrics.first_token_time is None:
+        for seq_id in tokens:
+            metrics = self._requests[seq_id].metrics
+            if metrics.first_token_time is None:
                 metrics.first_token_time = now
         for seq in finished:
-            self._requests[seq.seq_id][2].finished_time = now
+            self._requests[seq.seq_id].metrics.finished_time = now
+        self.num_preemptions += len(batch.preempted)
         if self.config.debug_check_invariants:
-            self.block_manager.check_invariants(self.scheduler.running)
+            check_pool(self.block_manager, self.scheduler.running)
         if self.on_step is not None:
-            self.on_step(self, scheduled)
+            self.on_step(self, batch)
         return [self._output(seq.seq_id) for seq in finished]
         # END SOLUTION
 
@@ -146,16 +187,26 @@ class LLM:
         return [results[i] for i in ids]
 
     def _output(self, seq_id: int) -> RequestOutput:
-        seq, prompt, metrics = self._requests[seq_id]
-        text = self.tokenizer.decode(seq.completion_token_ids, skip_special_tokens=True) if self.tokenizer else ""
-        completion = CompletionOutput(0, text, seq.completion_token_ids, seq.finish_reason)
-        return RequestOutput(str(seq_id), prompt, seq.prompt_token_ids, [completion], seq.is_finished,
-                             seq.num_cached_tokens, metrics)
+        req = self._requests[seq_id]
+        seq = req.seq
+        tokens = seq.completion_token_ids
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True) if self.tokenizer else ""
+        completion = CompletionOutput(0, text, tokens, _finish_reason(seq))
+        return RequestOutput(str(seq_id), req.prompt, seq.prompt_token_ids, [completion], seq.is_finished,
+                             seq.num_cached_tokens, req.metrics)
 
     def _encode(self, text: str) -> list[int]:
         if self.tokenizer is None:
             raise ValueError("string prompts need a tokenizer.json in the model folder; pass token ids")
         return self.tokenizer.encode(text).ids
+
+
+def _finish_reason(seq: kvcache.Sequence) -> str | None:
+    """"stop" after a stop token (EOS unless ignore_eos, or one of stop_token_ids), "length" after
+    max_tokens (or max_model_len), None while the request runs."""
+    if not seq.is_finished:
+        return None
+    return "stop" if seq.token_ids[-1] in seq.stop_token_ids else "length"
 
 
 def _load_tokenizer(model_path: Path):

@@ -10,9 +10,11 @@ of a full-budget step and those of the decode graphs.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import kvcache
 import numpy as np
 import torch
 from torch import Tensor
@@ -22,28 +24,28 @@ from .config import EngineConfig, ModelConfig
 from .cuda_graph import DecodeGraphs
 from .model import LlamaForCausalLM, load_weights
 from .sampler import sample
-from .scheduler import ScheduledSeq
+from .sampling_params import SamplingParams
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 @dataclass
-class Batch:
-    """One step's model input, built by `ModelRunner.prepare`.
+class ModelInput:
+    """One step's model input, built by `ModelRunner.prepare` from a `kvcache.Batch`.
 
-    input_ids: (T,) int64, the new tokens of the scheduled sequences, sequence after sequence.
+    input_ids: (T,) int64, the fed tokens of the batch's entries, entry after entry (in row order,
+        see `prepare`).
     positions: (T,) int64, each token's position in its sequence.
     attn: slots, lengths and block tables (see AttentionMetadata).
-    logits_indices: (S,) int64, the row of the last token of each sequence whose new tokens reach
-        its end (num_computed_tokens + num_tokens == num_tokens of the sequence): only those sample.
-    sample_rows: for each of those S sequences, its index in the scheduled list.
+    logits_indices: (S,) int64, the row of the last token of each entry that samples.
+    sample_seq_ids: the seq_id of each of those S entries, in the same order.
     """
 
     input_ids: Tensor
     positions: Tensor
     attn: AttentionMetadata
     logits_indices: Tensor
-    sample_rows: list[int]
+    sample_seq_ids: list[int]
 
 
 class ModelRunner:
@@ -137,39 +139,39 @@ class ModelRunner:
             torch.cuda.synchronize(self.device)
             return None
 
-    def prepare(self, scheduled: list[ScheduledSeq]) -> Batch:
-        """Flattens the scheduled chunks into one varlen batch, in the order given.
+    def prepare(self, batch: kvcache.Batch) -> ModelInput:
+        """Flattens a step's entries into one varlen batch.
 
-        For a sequence with c = num_computed_tokens and n = num_tokens scheduled: its input ids are
-        token_ids[c:c+n], their positions c..c+n-1, the slot of position p is
-        block_table[p // block_size] * block_size + p % block_size, its query length is n and its
-        context length c + n; its block-table row is padded with 0 to the longest table in the batch.
-        Tensors go to the runner's device (int64 ids/positions/slots/logits indices, int32 rest).
+        Row order: the entries with num_tokens == 1 first, then the others, each group in the
+        batch's order (the leading one-token rows can take the decode kernel: see
+        `AttentionMetadata.num_decodes`). An entry feeds its token_ids at positions start_pos ..
+        start_pos + num_tokens - 1 through its slot_mapping; its query length is num_tokens and its
+        context length start_pos + num_tokens; its block-table row is its block_table padded with 0
+        to the longest table in the batch. An entry that samples gives the row of its last token to
+        logits_indices and its seq_id to sample_seq_ids. Tensors go to the runner's device (int64
+        ids, positions, slots and logits indices; int32 for the rest).
         """
         # BEGIN SOLUTION
-        bs, dev = self.block_size, self.device
+        dev = self.device
+        entries = [e for e in batch.entries if e.num_tokens == 1] + [e for e in batch.entries if e.num_tokens != 1]
         input_ids: list[int] = []
         positions: list[int] = []
         slots: list[int] = []
-        query_lens: list[int] = []
-        context_lens: list[int] = []
         logits_indices: list[int] = []
-        sample_rows: list[int] = []
-        for row, item in enumerate(scheduled):
-            seq = item.seq
-            start, end = seq.num_computed_tokens, seq.num_computed_tokens + item.num_tokens
-            input_ids.extend(seq.token_ids[start:end])
-            positions.extend(range(start, end))
-            slots.extend(seq.block_table[p // bs] * bs + p % bs for p in range(start, end))
-            query_lens.append(item.num_tokens)
-            context_lens.append(end)
-            if end == seq.num_tokens:
+        sample_seq_ids: list[int] = []
+        for e in entries:
+            input_ids.extend(e.token_ids)
+            positions.extend(range(e.start_pos, e.start_pos + e.num_tokens))
+            slots.extend(e.slot_mapping)
+            if e.samples:
                 logits_indices.append(len(input_ids) - 1)
-                sample_rows.append(row)
-        width = max(len(item.seq.block_table) for item in scheduled)
-        tables = np.zeros((len(scheduled), width), dtype=np.int32)  # numpy fills rows ~3x faster than torch.tensor
-        for row, item in enumerate(scheduled):
-            tables[row, :len(item.seq.block_table)] = item.seq.block_table
+                sample_seq_ids.append(e.seq_id)
+        query_lens = [e.num_tokens for e in entries]
+        context_lens = [e.start_pos + e.num_tokens for e in entries]
+        width = max(len(e.block_table) for e in entries)
+        tables = np.zeros((len(entries), width), dtype=np.int32)  # numpy fills rows ~3x faster than torch.tensor
+        for row, e in enumerate(entries):
+            tables[row, :len(e.block_table)] = e.block_table
         starts = [0]
         for q in query_lens:
             starts.append(starts[-1] + q)
@@ -181,38 +183,33 @@ class ModelRunner:
             query_lens_cpu=query_lens,
             context_lens_cpu=context_lens,
         )
-        return Batch(
+        return ModelInput(
             input_ids=torch.tensor(input_ids, dtype=torch.long, device=dev),
             positions=torch.tensor(positions, dtype=torch.long, device=dev),
             attn=meta,
             logits_indices=torch.tensor(logits_indices, dtype=torch.long, device=dev),
-            sample_rows=sample_rows,
+            sample_seq_ids=sample_seq_ids,
         )
         # END SOLUTION
 
     @torch.inference_mode()
-    def run(self, scheduled: list[ScheduledSeq]) -> list[int | None]:
-        """One forward over the scheduled tokens; returns each scheduled sequence's sampled token, or
-        None for a prefill chunk that does not reach its sequence's end.
-
-        Sequences with one new token go first in the batch, so a decode kernel can take them. A pure
-        decode step replays a CUDA graph when the runner has them."""
-        order = sorted(range(len(scheduled)), key=lambda i: scheduled[i].num_tokens != 1)
-        batch = self.prepare([scheduled[i] for i in order])
-        sampled: list[int | None] = [None] * len(scheduled)
-        meta = batch.attn
+    def run(self, batch: kvcache.Batch,
+            sampling: Mapping[int, tuple[SamplingParams, torch.Generator | None]]) -> dict[int, int]:
+        """One forward over the batch's tokens; returns {seq_id: sampled token} for the entries that
+        sample. sampling: the SamplingParams and generator of (at least) each sampling entry's
+        request, by seq_id. A pure decode step replays a CUDA graph when the runner has them."""
+        inp = self.prepare(batch)
+        meta = inp.attn
         if self.graphs is not None and self.graphs.can_run(meta):
-            logits = self.graphs.run(batch.input_ids, batch.positions, meta)[batch.logits_indices]
+            logits = self.graphs.run(inp.input_ids, inp.positions, meta)[inp.logits_indices]
         else:
-            hidden = self.model(batch.input_ids, batch.positions, meta, self.kv_cache)
-            if not batch.sample_rows:
-                return sampled
-            logits = self.model.compute_logits(hidden[batch.logits_indices])
-        seqs = [scheduled[order[r]].seq for r in batch.sample_rows]
-        tokens = sample(logits, [s.params for s in seqs], [s.generator for s in seqs])
-        for r, token in zip(batch.sample_rows, tokens):
-            sampled[order[r]] = token
-        return sampled
+            hidden = self.model(inp.input_ids, inp.positions, meta, self.kv_cache)
+            if not inp.sample_seq_ids:
+                return {}
+            logits = self.model.compute_logits(hidden[inp.logits_indices])
+        params = [sampling[seq_id][0] for seq_id in inp.sample_seq_ids]
+        generators = [sampling[seq_id][1] for seq_id in inp.sample_seq_ids]
+        return dict(zip(inp.sample_seq_ids, sample(logits, params, generators)))
 
 
 def _peak_bytes(fn, device: torch.device) -> int:

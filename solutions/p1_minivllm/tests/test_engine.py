@@ -1,12 +1,13 @@
 """The whole engine on the tiny LLaMA in fp32 on CPU. Oracle: HF generate(do_sample=False) on each
 prompt alone; greedy tokens must be identical. Every run is audited after every step."""
 
+import dataclasses
 import json
 import shutil
 
 import pytest
 import torch
-from autograder.testing import oracle
+from autograder.testing import in_worker, oracle
 
 from minivllm import LLM, SamplingParams
 
@@ -35,7 +36,7 @@ def test_greedy_matches_hf_when_the_pool_forces_preemption(tiny_llama, hf_greedy
     # 14 blocks of 4 = 56 token slots for 6 requests of up to 54 tokens each: preemption is certain
     llm, outputs = serve(tiny_llama[0], prompts, GREEDY, audit, block_size=4, num_kv_blocks=14,
                          max_num_batched_tokens=64)
-    assert llm.scheduler.num_preemptions > 0
+    assert llm.num_preemptions > 0
     assert [o.outputs[0].token_ids for o in outputs] == hf_greedy(prompts, 24)
 
 
@@ -94,6 +95,45 @@ def test_the_models_eos_token_stops_a_request(tiny_llama, hf_greedy, make_prompt
     stop = expected.index(eos) + 1
     assert outputs[0].outputs[0].token_ids == expected[:stop] and outputs[0].outputs[0].finish_reason == "stop"
     assert outputs[1].outputs[0].token_ids == expected and outputs[1].outputs[0].finish_reason == "length"
+
+
+@in_worker
+def step_with_a_block_copy(llm) -> tuple[torch.Tensor, torch.Tensor]:
+    """In the worker: one `llm.step()` whose batch also asks for a copy, as the scheduler asks on a
+    copy-on-write: src = the second block of the first running sequence (full, computed), dst = the
+    highest block id no running sequence holds (a decode of a sequence with a slot to spare takes
+    no block, so the copy harms nobody). Returns the pool's block src before the step and its block
+    dst after it (each (layers, 2, block_size, kv_heads, head_dim))."""
+    src = llm.scheduler.running[0].block_table[1]
+    held = {b for seq in llm.scheduler.running for b in seq.block_table}
+    dst = max(set(range(llm.block_manager.num_blocks)) - held)
+    schedule = llm.scheduler.schedule
+
+    def schedule_with_a_copy():
+        return dataclasses.replace(schedule(), block_copies=((src, dst),))
+
+    before = llm.model_runner.kv_cache[:, :, src].clone()
+    llm.scheduler.schedule = schedule_with_a_copy
+    try:
+        llm.step()
+    finally:
+        del llm.scheduler.schedule
+    return before, llm.model_runner.kv_cache[:, :, dst].clone()
+
+
+@pytest.mark.points(1)
+def test_step_copies_the_blocks_the_batch_asks_for(tiny_llama, hf_greedy, make_prompts):
+    prompt = make_prompts(seed=8, count=1, low=9, high=9)[0]
+    llm = LLM(tiny_llama[0], device="cpu", dtype="float32", block_size=4, num_kv_blocks=16)
+    llm.add_request(prompt, GREEDY)
+    llm.step()  # the prefill fills blocks 0 and 1 of the sequence's table; its 10th token fits block 2
+    before, after = step_with_a_block_copy(llm)
+    assert before.abs().sum() > 0, "the prefill wrote nothing to the sequence's second block"
+    assert torch.equal(after, before), "the block the batch asked to copy was not copied before the step"
+    outputs = []
+    while llm.has_unfinished_requests():
+        outputs += llm.step()
+    assert outputs[0].outputs[0].token_ids == hf_greedy([prompt], 24)[0]
 
 
 @pytest.fixture(scope="module")

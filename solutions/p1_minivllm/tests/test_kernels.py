@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from autograder.testing import in_worker, oracle
 
-from minivllm import (AttentionMetadata, EngineConfig, ModelConfig, ModelRunner, SamplingParams, ScheduledSeq,
-                      Sequence, paged_attention, sample, sampling_probs, store_kvcache)
+from minivllm import (AttentionMetadata, Batch, BatchEntry, EngineConfig, ModelConfig, ModelRunner, SamplingParams,
+                      paged_attention, sample, sampling_probs, store_kvcache)
 
 
 def scattered_cache(contexts, num_blocks, block_size, kv_heads, dim, seed):
@@ -83,24 +83,50 @@ def runner(tiny_llama):
     return ModelRunner(path, ModelConfig.from_pretrained(path), cfg, max_model_len=256)
 
 
+def entry(seq_id, token_ids, start, n, table, block_size=4):
+    """The BatchEntry of a sequence (all its token_ids) computing positions start .. start + n - 1
+    (stage 5's scheduler makes these); it samples when the chunk reaches the last token. is_prefill
+    is a guess here (it needs the prompt length): prepare does not read it."""
+    slots = tuple(table[p // block_size] * block_size + p % block_size for p in range(start, start + n))
+    return BatchEntry(seq_id=seq_id, start_pos=start, num_tokens=n, is_prefill=start + n < len(token_ids) or n > 1,
+                      samples=start + n == len(token_ids), token_ids=tuple(token_ids[start:start + n]),
+                      block_table=tuple(table), slot_mapping=slots)
+
+
 @pytest.mark.points(3)
 def test_prepare_builds_positions_slots_and_block_tables(runner):
-    greedy = SamplingParams(temperature=0)
-    decode = Sequence(0, list(range(10, 20)), greedy, 4, block_table=[7, 3, 12], num_computed_tokens=9)
-    chunk = Sequence(1, list(range(30, 43)), greedy, 4, block_table=[5, 9, 1, 20], num_computed_tokens=6)
-    prefill = Sequence(2, [4, 5, 6], greedy, 4, block_table=[2])
-    batch = runner.prepare([ScheduledSeq(decode, 1), ScheduledSeq(chunk, 4), ScheduledSeq(prefill, 3)])
-    assert batch.input_ids.tolist() == [19, 36, 37, 38, 39, 4, 5, 6]
-    assert batch.positions.tolist() == [9, 6, 7, 8, 9, 0, 1, 2]
-    # position p of a sequence lives in slot table[p // 4] * 4 + p % 4
-    assert batch.attn.slot_mapping.tolist() == [12 * 4 + 1, 9 * 4 + 2, 9 * 4 + 3, 1 * 4 + 0, 1 * 4 + 1,
-                                                2 * 4 + 0, 2 * 4 + 1, 2 * 4 + 2]
-    assert batch.attn.query_start_loc.tolist() == [0, 1, 5, 8]
-    assert batch.attn.context_lens.tolist() == [10, 10, 3]
-    assert batch.attn.block_tables.tolist() == [[7, 3, 12, 0], [5, 9, 1, 20], [2, 0, 0, 0]]
-    assert batch.attn.query_lens_cpu == [1, 4, 3] and batch.attn.context_lens_cpu == [10, 10, 3]
+    decode = entry(7, list(range(10, 20)), 9, 1, [7, 3, 12])
+    chunk = entry(3, list(range(30, 43)), 6, 4, [5, 9, 1, 20])
+    prefill = entry(5, [4, 5, 6], 0, 3, [2])
+    inp = runner.prepare(Batch(step=0, entries=(decode, chunk, prefill)))
+    assert inp.input_ids.tolist() == [19, 36, 37, 38, 39, 4, 5, 6]
+    assert inp.positions.tolist() == [9, 6, 7, 8, 9, 0, 1, 2]
+    # each entry's slots, in row order
+    assert inp.attn.slot_mapping.tolist() == [12 * 4 + 1, 9 * 4 + 2, 9 * 4 + 3, 1 * 4 + 0, 1 * 4 + 1,
+                                              2 * 4 + 0, 2 * 4 + 1, 2 * 4 + 2]
+    assert inp.attn.query_start_loc.tolist() == [0, 1, 5, 8]
+    assert inp.attn.context_lens.tolist() == [10, 10, 3]
+    assert inp.attn.block_tables.tolist() == [[7, 3, 12, 0], [5, 9, 1, 20], [2, 0, 0, 0]]
+    assert inp.attn.query_lens_cpu == [1, 4, 3] and inp.attn.context_lens_cpu == [10, 10, 3]
     # the chunk stops at token 10 of 13: it does not sample
-    assert batch.logits_indices.tolist() == [0, 7] and batch.sample_rows == [0, 2]
+    assert inp.logits_indices.tolist() == [0, 7] and inp.sample_seq_ids == [7, 5]
+
+
+@pytest.mark.points(2)
+def test_prepare_puts_one_token_entries_first(runner):
+    prefill = entry(0, list(range(50, 56)), 0, 6, [4, 6])
+    chunk = entry(1, list(range(60, 70)), 2, 1, [8, 2, 3])  # a one-token chunk: it does not sample
+    decode = entry(2, list(range(80, 85)), 4, 1, [9, 1])
+    one_token_prompt = entry(3, [90], 0, 1, [5])
+    inp = runner.prepare(Batch(step=3, entries=(prefill, chunk, decode, one_token_prompt)))
+    assert inp.input_ids.tolist() == [62, 84, 90, 50, 51, 52, 53, 54, 55]
+    assert inp.positions.tolist() == [2, 4, 0, 0, 1, 2, 3, 4, 5]
+    assert inp.attn.query_lens_cpu == [1, 1, 1, 6] and inp.attn.num_decodes == 3
+    assert inp.attn.context_lens.tolist() == [3, 5, 1, 6]
+    assert inp.attn.block_tables.tolist() == [[8, 2, 3], [9, 1, 0], [5, 0, 0], [4, 6, 0]]
+    assert inp.attn.slot_mapping.tolist() == [8 * 4 + 2, 1 * 4 + 0, 5 * 4, 16, 17, 18, 19, 24, 25]
+    # rows 1 (decode), 2 (the one-token prompt) and 8 (the prefill's last token) sample, by seq_id
+    assert inp.logits_indices.tolist() == [1, 2, 8] and inp.sample_seq_ids == [2, 3, 0]
 
 
 @pytest.mark.points(1)
