@@ -68,3 +68,12 @@ def has_cuda() -> bool:
     except ImportError:
         return False
     return torch.cuda.is_available()
+
+
+def cuda_device_count() -> int:
+    """GPUs torch sees here (0 without CUDA or torch)."""
+    if not has_cuda():
+        return 0
+    import torch
+
+    return torch.cuda.device_count()

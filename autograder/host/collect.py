@@ -132,7 +132,8 @@ def collect_expected(workdir: Path, env: dict[str, str], cache: Path | None, pac
 
 
 def _parse_manifest(data: dict) -> list[ExpectedTest]:
-    return [ExpectedTest(t["nodeid"], t["file"], float(t["points"]), bool(t["gpu"]), bool(t["perf"]))
+    return [ExpectedTest(t["nodeid"], t["file"], float(t["points"]), bool(t["gpu"]), bool(t["perf"]),
+                         int(t.get("world_size", 1)))
             for t in data["tests"]]
 
 

@@ -116,11 +116,13 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     # The master tests and support files stay read-only: the worker starts while the judge is still
     # collecting, and must not rewrite a test before the judge imports it.
     read_only = tuple(p for p in workdir.iterdir() if p.name not in (*spec.packages, "home", "tmp", RESULTS_FILE))
+    ranks = max((t.world_size for t in job.expected if t.file in test_files and t.world_size > 1), default=0)
     request = job.request(argv, workdir, spec.limits.file_timeout_s * len(test_files),
                           secret=key, secret_flag="--ag-key-fd",  # the backend says where the judge reads it
                           read_only=read_only,
                           progress_file=results_file if batch else None,
-                          stall_s=spec.limits.test_timeout_s + STALL_MARGIN_S if batch else None)
+                          stall_s=spec.limits.test_timeout_s + STALL_MARGIN_S if batch else None,
+                          processes=1 + ranks)
     run = job.backend.run(request)
     reported = read_reported(results_file, key)
     notes = [f"unexpected result for {n} ignored" for n in unexpected(job.expected, reported)]

@@ -23,6 +23,7 @@ class ExpectedTest:
     points: float
     gpu: bool
     perf: bool
+    world_size: int = 1  # ranks a multi-rank test starts (besides the test's own worker)
 
     @property
     def hidden(self) -> bool:

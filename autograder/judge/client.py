@@ -34,8 +34,10 @@ class WorkerDied(RuntimeError):
 
 
 class WorkerClient:
-    def __init__(self, package: str) -> None:
+    def __init__(self, package: str, env: dict[str, str] | None = None) -> None:
         self.package = package
+        self.env = dict(env or {})          # what this worker's environment adds (a rank's coordinates)
+        self.share_rng = True               # send the judge's reseeded global RNG along (not to ranks)
         self.generation = 0
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
@@ -64,7 +66,7 @@ class WorkerClient:
         argv = [sys.executable, "-m", "autograder.worker.server", "--sock-fd", str(fds[0]), "--to-judge-fd",
                 str(to_judge), "--from-judge-fd", str(from_judge), "--generation", str(self.generation),
                 "--package", self.package]
-        env = {"OMP_WAIT_POLICY": "PASSIVE"} | dict(os.environ) | {ENV_ROLE: ROLE_WORKER}  # see grade._base_env
+        env = {"OMP_WAIT_POLICY": "PASSIVE"} | dict(os.environ) | self.env | {ENV_ROLE: ROLE_WORKER}  # see grade._base_env
         self.proc = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, start_new_session=True, env=env)
         worker_end.close()
@@ -163,7 +165,7 @@ class WorkerClient:
         """The judge's global CPU RNG state when a test reseeded it since the worker last had it
         (`torch.manual_seed(8); generate(...)` then draws what it would in one process)."""
         torch = sys.modules.get("torch")
-        if torch is None:  # this judge never imported torch: it has no RNG stream to share
+        if torch is None or not self.share_rng:  # no RNG stream to share here, or a rank with its own
             return None
         state = torch.random.get_rng_state()
         if self._rng is not None and torch.equal(state, self._rng):

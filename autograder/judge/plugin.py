@@ -26,9 +26,10 @@ from typing import Any
 
 import pytest
 
-from autograder.hardware import has_cuda
+from autograder.hardware import cuda_device_count, has_cuda
 from autograder.judge import importer
 from autograder.judge.client import WorkerClient
+from autograder.judge.ranks import RankGroup, become_subreaper
 from autograder.protocol.messages import RecordKind, Status
 from autograder.protocol.rules import AccountingRules, Ledger, verdict
 from autograder.worker.session import CALL_MARKER
@@ -103,6 +104,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "points(n): points this test is worth (default 1)")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; not graded on machines without one")
     config.addinivalue_line("markers", "perf: a performance test graded against hardware thresholds")
+    config.addinivalue_line("markers", "world_size(n, backend='gloo'): a multi-rank test; its `ranks` fixture "
+                            "runs code on n ranks (backend 'nccl': one GPU per rank, not graded with fewer)")
     config.addinivalue_line("markers", "kernels(*modules): Triton kernels of these modules must run "
                             "(overrides the spec's require_kernels; no argument: none required)")
     if config.getoption("--ag-results") or config.getoption("--ag-manifest"):
@@ -118,6 +121,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     given = [n for n in getattr(early_config.known_args_namespace, "ag_given", "").split(",") if n]
     if package:
         global _client
+        become_subreaper()  # whatever a rank leaves running becomes ours to kill (judge/ranks.py)
         _client = WorkerClient(package)
         importer.install(package, _client, given)
         _client.start()
@@ -126,6 +130,34 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _client is not None:
         _client.kill()
+
+
+def world_of(item: pytest.Item) -> tuple[int, str]:
+    """(world size, backend) of a multi-rank test; (1, "") for any other test."""
+    mark = item.get_closest_marker("world_size")
+    if mark is None:
+        return 1, ""
+    world = mark.args[0] if mark.args else mark.kwargs.get("n", 1)
+    return int(world), str(mark.kwargs.get("backend", "gloo"))
+
+
+@pytest.fixture
+def ranks(request: pytest.FixtureRequest) -> Any:
+    """A RankGroup of the test's `world_size` mark: `ranks.run(fn, *args)` -> each rank's result."""
+    world, backend = world_of(request.node)
+    if not backend:
+        raise pytest.UsageError(f"{request.node.nodeid}: the ranks fixture needs @pytest.mark.world_size(n)")
+    recorder = request.config.pluginmanager.get_plugin("autograder-recorder")
+    forbidden, rules = (recorder._forbidden, recorder._rules) if recorder else ([], AccountingRules())
+    required = recorder._required(request.node) if recorder else ()
+    timeout = float(request.config.getoption("timeout", None) or 120.0)
+    group = RankGroup(package=client().package, world=world, backend=backend, timeout_s=timeout,
+                      guards=(request.node.nodeid, forbidden, rules, tuple(required)))
+    group.start()
+    try:
+        yield group
+    finally:
+        group.close()
 
 
 @pytest.fixture
@@ -219,8 +251,9 @@ class _Recorder:
                 "nodeid": item.nodeid,
                 "file": item.nodeid.split("::", 1)[0],
                 "points": points_of(item),
-                "gpu": item.get_closest_marker("gpu") is not None,
+                "gpu": item.get_closest_marker("gpu") is not None or world_of(item)[1] == "nccl",
                 "perf": item.get_closest_marker("perf") is not None,
+                "world_size": world_of(item)[0],
             }
             for item in session.items
         ]
@@ -233,6 +266,11 @@ class _Recorder:
         if item.get_closest_marker("gpu") is not None and not has_cuda():
             self._state(item.nodeid).not_graded = GPU_SKIP_REASON
             pytest.skip(GPU_SKIP_REASON)
+        world, backend = world_of(item)
+        if backend == "nccl" and (gpus := cuda_device_count()) < world:
+            reason = f"not graded here: needs {world} GPUs (this machine has {gpus})"
+            self._state(item.nodeid).not_graded = reason
+            pytest.skip(reason)
 
     def _required(self, item: pytest.Item) -> tuple[str, ...]:
         mark = item.get_closest_marker("kernels")

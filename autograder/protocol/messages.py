@@ -60,3 +60,10 @@ OPT_ACCOUNTING = "--ag-accounting"
 # Environment of the worker process: set by the judge, read by the worker's runtime.
 ENV_ROLE = "AUTOGRADER_ROLE"        # "worker" inside the worker process
 ROLE_WORKER = "worker"
+# ... and of the workers of a multi-rank test (one per rank; see autograder.worker.ranks)
+ENV_RANK = "AUTOGRADER_RANK"
+ENV_WORLD = "AUTOGRADER_WORLD_SIZE"
+ENV_STORE = "AUTOGRADER_DIST_STORE"        # the file store of the rendezvous
+ENV_PROGRESS = "AUTOGRADER_DIST_PROGRESS"  # this rank's progress file (where it waits)
+ENV_DIST_BACKEND = "AUTOGRADER_DIST_BACKEND"
+ENV_DIST_TIMEOUT = "AUTOGRADER_DIST_TIMEOUT_S"

@@ -45,6 +45,8 @@ class RunRequest:
     progress_file: Path | None = None  # a file the run appends to as it progresses ...
     stall_s: float | None = None       # ... killed when it has not grown for this long
     startup_s: float = 180.0           # grace before the first growth (imports, collection)
+    processes: int = 1                 # workers alive at once (the test's, plus one per rank): docker's
+                                       # memory limit covers them all; RLIMIT_AS bounds each one
 
 
 @dataclass
@@ -162,6 +164,18 @@ def python_reachable() -> bool:
     return all(world_reachable(Path(p).resolve()) for p in (sys.base_prefix, sys.prefix))
 
 
+def loopback_up() -> None:
+    """Bring `lo` up in this (new) network namespace: SIOCGIFFLAGS, then SIOCSIFFLAGS with IFF_UP."""
+    import fcntl
+    import socket
+    import struct
+
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, siocgifflags, struct.pack("16sH14x", b"lo", 0)))[1]
+        fcntl.ioctl(sock, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
+
+
 def make_preexec(request: RunRequest, isolate_net: bool, switch_uid: bool = True) -> Callable[[], None]:
     """Limits, network isolation and (when `switch_uid`) the switch to `request.uid`, in the child."""
     limits = _limits(request, request.uid)
@@ -170,6 +184,7 @@ def make_preexec(request: RunRequest, isolate_net: bool, switch_uid: bool = True
     def preexec() -> None:  # runs in the child between fork and exec
         if isolate_net and os.geteuid() == 0:
             ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWNET)
+            loopback_up()  # a new network namespace starts with lo down: multi-rank tests talk over it
         for which, value in limits:
             soft, hard = resource.getrlimit(which)
             cap = value if hard == resource.RLIM_INFINITY else min(value, hard)

@@ -94,7 +94,8 @@ def container_config(request: RunRequest, image: str, image_env: list[str], fds:
     command = ["python3", "-c", LAUNCHER, launcher, "python3", *request.argv[1:], *secret]  # the image's interpreter
     config: dict[str, Any] = {
         "image": image, "command": command, "name": name, "detach": True, "labels": {"autograder": "run"},
-        "network_mode": "none", "mem_limit": f"{request.memory_mb}m", "memswap_limit": f"{request.memory_mb}m",
+        "network_mode": "none", "mem_limit": f"{request.memory_mb * request.processes}m",
+        "memswap_limit": f"{request.memory_mb * request.processes}m",
         "pids_limit": PIDS_LIMIT, "read_only": True, "tmpfs": {"/tmp": ""}, "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"], "user": container_user(request),
         "volumes": {workdir: {"bind": workdir, "mode": "rw"}}, "working_dir": workdir,

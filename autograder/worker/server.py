@@ -23,7 +23,7 @@ from autograder.protocol.arena import Arena
 from autograder.protocol.messages import CALL_REQUESTS, ENV_ROLE, ROLE_WORKER, Op
 from autograder.protocol.rules import AccountingRules
 from autograder.protocol.wire import ProtocolError, expect, recv_frame, send_frame
-from autograder.worker import accounting, forbid
+from autograder.worker import accounting, forbid, ranks
 from autograder.worker.refs import ObjectTable, WorkerCodec, exception_bases, qualified
 from autograder.worker.session import TestSession
 
@@ -255,6 +255,7 @@ def main(argv: list[str] | None = None) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
+    ranks.join_from_env()  # a rank of a multi-rank test: watch the collectives, join the group
     _load_conftest()  # imports torch and the package when the tests do (the judge waits for HELLO)
 
     sock = socket.socket(fileno=opts.sock_fd)

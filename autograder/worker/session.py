@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autograder.protocol.rules import AccountingRules, own_kernel_share
-from autograder.worker import accounting, forbid, timer
+from autograder.worker import accounting, forbid, ranks, timer
 
 CALL_MARKER = "autograder::call"  # a zero-length profiler range put down at every call the judge makes
 
@@ -33,6 +33,7 @@ class TestSession:
 
     def begin(self) -> None:
         seed = int.from_bytes(hashlib.sha256(self.nodeid.encode()).digest()[:4], "little")
+        seed += ranks.rank_of_this_process() or 0  # each rank of a multi-rank test draws its own stream
         random.seed(seed)
         if (torch := sys.modules.get("torch")) is not None:
             torch.manual_seed(seed)

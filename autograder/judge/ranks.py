@@ -1,0 +1,248 @@
+"""Multi-rank tests: the `ranks` fixture starts one worker per rank, runs a test function on all of
+them at once, and returns what each rank returned, by value.
+
+    @pytest.mark.world_size(4)                  # gloo ranks on CPU; world_size(2, backend="nccl"): one GPU each
+    def test_ring(ranks):
+        outs = ranks.run(ring_on_rank, 1000)    # ring_on_rank(1000) runs on every rank, group joined
+        assert all(torch.equal(o, expected) for o in outs)
+
+Every rank is a worker of this judge like the test's single worker (the package loads only there,
+each rank has the test's forbidden-API patches and accounting, seeded with the test's seed plus its
+rank). A rank that raises, exits or hangs fails the test with a reason that names the rank and,
+from the ranks' progress files, the collective each rank waits in. Whatever happens, every rank is
+killed when the test ends, and so is anything a rank left running (the judge is a child subreaper:
+orphans of the ranks become its children, and it kills every child it did not start for itself).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from autograder.judge.client import WorkerClient
+from autograder.protocol.messages import (
+    ENV_DIST_BACKEND,
+    ENV_DIST_TIMEOUT,
+    ENV_PROGRESS,
+    ENV_RANK,
+    ENV_STORE,
+    ENV_WORLD,
+    Op,
+)
+from autograder.protocol.rules import AccountingRules, Ledger, verdict
+
+PR_SET_CHILD_SUBREAPER = 36
+MAX_GLOO_WORLD = 4          # CPU ranks share the grading machine's cores (2 on the course's CI)
+GRACE_S = 3.0               # after one rank failed, how long the others get to finish or fail too
+KILL_MARGIN_S = 5.0         # the judge's deadline ends this long before the test's timeout
+
+
+class RankFailure(AssertionError):
+    """A multi-rank run failed: the message names each rank's outcome and where it waited."""
+
+
+def become_subreaper() -> None:
+    """Orphans of the ranks (a rank that forked, then exited) become this process's children."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def children_of(pid: int) -> list[int]:
+    """Pids whose parent is `pid` (from /proc; empty where /proc cannot be read)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm)": state, ppid, ...
+        if len(fields) > 1 and int(fields[1]) == pid:
+            out.append(int(entry))
+    return out
+
+
+def kill_strays(keep: set[int], rounds: int = 50) -> list[int]:
+    """Kill every child of this process not in `keep`, and what their deaths orphan to us; returns
+    the pids killed."""
+    killed: list[int] = []
+    for _ in range(rounds):
+        strays = [p for p in children_of(os.getpid()) if p not in keep]
+        if not strays:
+            break
+        for pid in strays:
+            for kill in (lambda p: os.killpg(os.getpgid(p), signal.SIGKILL), lambda p: os.kill(p, signal.SIGKILL)):
+                try:
+                    kill(pid)
+                except (ProcessLookupError, PermissionError, OSError):
+                    pass
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+            killed.append(pid)
+    return killed
+
+
+class RankGroup:
+    """`world` workers joined in one process group; `run` calls a test function on all of them."""
+
+    def __init__(self, *, package: str, world: int, backend: str, timeout_s: float,
+                 guards: tuple[str, list[str], AccountingRules, tuple[str, ...]]) -> None:
+        if world < 1:
+            raise ValueError(f"world_size must be >= 1, got {world}")
+        if backend not in ("gloo", "nccl"):
+            raise ValueError(f"backend must be 'gloo' or 'nccl', got {backend!r}")
+        if backend == "gloo" and world > MAX_GLOO_WORLD:
+            raise ValueError(f"world_size({world}) on gloo: at most {MAX_GLOO_WORLD} CPU ranks per test")
+        self.world, self.backend, self.timeout_s = world, backend, timeout_s
+        self.nodeid, self.forbidden, self.rules, self.required = guards
+        self.folder = Path(tempfile.mkdtemp(prefix="ranks-"))
+        # The collective timeout fires before the judge's deadline, so a rank stuck in a collective
+        # usually raises its own error (which names the collective) before it has to be killed.
+        dist_timeout = max(2.0, min(30.0, 0.5 * (timeout_s - KILL_MARGIN_S)))
+        self.clients = [WorkerClient(package, env={
+            ENV_RANK: str(r), ENV_WORLD: str(world), ENV_STORE: str(self.folder / "store"),
+            ENV_PROGRESS: str(self.progress_file(r)), ENV_DIST_BACKEND: backend,
+            ENV_DIST_TIMEOUT: f"{dist_timeout:g}", "GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1",
+        }) for r in range(world)]
+        for c in self.clients:
+            c.share_rng = False  # each rank keeps its own stream (seeded with the test's seed + rank)
+
+    def progress_file(self, rank: int) -> Path:
+        return self.folder / f"rank{rank}.progress"
+
+    def where(self, rank: int) -> str:
+        """What rank `rank` last reported doing (its progress file), or that it never got that far."""
+        try:
+            text = self.progress_file(rank).read_text(errors="replace").strip()
+        except OSError:
+            return "never started"
+        return text or "never started"
+
+    # ---- life cycle -----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start every rank and wait until each has joined the group (all ranks start at once)."""
+        for c in self.clients:
+            c.start()
+        errors = self._on_all(lambda c: c.ready(), self.timeout_s)
+        if errors:
+            self.close()
+            raise RankFailure(self._describe("could not start", errors, self._stuck_ranks()))
+
+    def close(self) -> None:
+        """Kill every rank, anything they left behind, and the group's folder."""
+        for c in self.clients:
+            if c.proc is not None:
+                try:
+                    os.killpg(c.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        for c in self.clients:
+            c.kill()
+        from autograder.judge import plugin
+
+        main = plugin.client_if_started()
+        kill_strays({main.proc.pid} if main is not None and main.proc is not None else set())
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    # ---- running ------------------------------------------------------------------------------
+    def run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[Any]:
+        """fn(*args, **kwargs) on every rank at once (fn: a module-level function of a test file;
+        in it, torch.distributed is initialised); each rank's return value, rank 0 first.
+        RankFailure when a rank raised, exited, hung or failed its accounting."""
+        fn = getattr(fn, "__wrapped__", fn)  # an in_worker function: ship the function itself
+        if "<locals>" in fn.__qualname__:
+            raise TypeError(f"ranks.run: {fn.__qualname__} must be defined at module level of a test file")
+        target = (fn.__code__.co_filename, fn.__module__, fn.__qualname__)
+        for c in self.clients:
+            c.begin_test(self.nodeid, self.forbidden, self.rules.to_json(), list(self.required))
+        results: list[Any] = [None] * self.world
+
+        def call(rank: int, c: WorkerClient) -> None:
+            results[rank] = c.request(Op.SHIPPED, *target, args, kwargs)
+
+        errors = self._on_all(call, self.timeout_s - KILL_MARGIN_S, with_rank=True)
+        stuck = self._stuck_ranks()
+        if errors or stuck:
+            message = self._describe(f"ran {fn.__name__}", errors, stuck)
+            self.close()
+            raise RankFailure(message)
+        if problems := self._accounting():
+            raise RankFailure("; ".join(problems))
+        return results
+
+    def _on_all(self, work: Callable[..., None], budget_s: float, with_rank: bool = False) -> dict[int, BaseException]:
+        """Run work on every client in its own thread; stop waiting at the deadline, or GRACE_S
+        after the first failure. Returns the exceptions by rank (threads still running are stuck)."""
+        errors: dict[int, BaseException] = {}
+        self._threads: dict[int, threading.Thread] = {}
+
+        def body(rank: int, c: WorkerClient) -> None:
+            try:
+                work(rank, c) if with_rank else work(c)
+            except BaseException as exc:  # noqa: BLE001  reported by rank
+                errors[rank] = exc
+
+        for rank, c in enumerate(self.clients):
+            t = threading.Thread(target=body, args=(rank, c), daemon=True, name=f"rank{rank}")
+            self._threads[rank] = t
+            t.start()
+        deadline, first_error = time.monotonic() + budget_s, None
+        while any(t.is_alive() for t in self._threads.values()):
+            now = time.monotonic()
+            if errors and first_error is None:
+                first_error = now
+            if now > deadline or (first_error is not None and now > first_error + GRACE_S):
+                break
+            for t in self._threads.values():
+                t.join(timeout=0.05)
+        return errors
+
+    def _stuck_ranks(self) -> list[int]:
+        return [r for r, t in getattr(self, "_threads", {}).items() if t.is_alive()]
+
+    def _describe(self, what: str, errors: dict[int, BaseException], stuck: list[int]) -> str:
+        lines = [f"{len(errors) + len(stuck)} of {self.world} ranks failed while the test {what}:"]
+        for rank in range(self.world):
+            if rank in errors:
+                exc = errors[rank]
+                lines.append(f"  rank {rank}: {type(exc).__name__}: {str(exc)[:400]} (last: {self.where(rank)})")
+                if output := self.clients[rank].take_output().strip():
+                    lines.append("    its output ends: " + output[-600:].replace("\n", "\n    "))
+            elif rank in stuck:
+                lines.append(f"  rank {rank}: still waiting after the others stopped, {self.where(rank)}")
+            else:
+                lines.append(f"  rank {rank}: finished ({self.where(rank)})")
+        if stuck:
+            lines.append("  A rank waiting in a collective or a recv the others never reach is the usual cause: "
+                         "every rank must make the same collective calls in the same order, and each send "
+                         "needs a matching recv.")
+        return "\n".join(lines)
+
+    def _accounting(self) -> list[str]:
+        """Each rank's accounting verdict for the run (the ledger of each rank, judged here)."""
+        problems = []
+        for rank, c in enumerate(self.clients):
+            served, data = c.end_test()
+            if not (self.rules.active or self.required) or not served:
+                continue
+            try:
+                why = verdict(Ledger.from_json(data), self.rules, self.required, calls=c.calls)
+            except ValueError as exc:
+                why = f"the op and kernel accounting sent no valid ledger ({exc})"
+            if why:
+                problems.append(f"rank {rank}: {why}")
+        return problems

@@ -1,0 +1,211 @@
+"""The multi-rank tier: a test marked world_size(n) runs its code on n gloo ranks inside the sandbox,
+each a worker of the test's judge; whatever a rank does (raise, exit, hang, fork, skip a collective,
+call the library, forge a record), the test ends within its timeout, fails with a reason naming the
+rank and where it waited, and leaves no process behind.
+
+The course under test: the demo course plus `s03_ringdemo`, whose package `ring` sums a tensor over
+the ranks by passing it around a ring with point-to-point calls."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from autograder.authoring.stubs import write_assignment
+from autograder.host.grade import grade_assignment
+from autograder.host.repo import Course
+
+TOML = """[assignment]
+id = "s03_ringdemo"
+title = "A ring all-reduce for the grader's own tests"
+stage = 3
+package = "ring"
+editable = ["ring/*.py"]
+
+[limits]
+test_timeout_s = 30
+file_timeout_s = 120
+memory_mb = 6144
+forbidden = ["torch.distributed.all_reduce"]
+"""
+
+REFERENCE = '''"""Sum a tensor over the ranks by passing it around a ring (point-to-point only)."""
+
+import torch
+import torch.distributed as dist
+
+
+def ring_all_reduce(x: torch.Tensor) -> torch.Tensor:
+    """Replace x on every rank with the sum of x over all ranks; returns x."""
+    # BEGIN SOLUTION
+    rank, world = dist.get_rank(), dist.get_world_size()
+    total, passing = x.clone(), x.clone()
+    for _ in range(world - 1):
+        request = dist.isend(passing, (rank + 1) % world)
+        incoming = torch.empty_like(passing)
+        dist.recv(incoming, (rank - 1) % world)
+        request.wait()
+        passing = incoming
+        total += incoming
+    x.copy_(total)
+    return x
+    # END SOLUTION
+'''
+
+TESTS = '''import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from ring import ring_all_reduce
+
+
+def ring_on_rank(n):
+    """On every rank: a rank-tagged tensor (rank r holds arange(n) * (r + 1)), summed by the ring."""
+    import torch.distributed as dist
+
+    x = torch.arange(n, dtype=torch.int64) * (dist.get_rank() + 1)
+    ring_all_reduce(x)
+    return dist.get_rank(), dist.get_world_size(), x.tolist()
+
+
+@pytest.mark.world_size(2)
+def test_ring_of_two(ranks):
+    outs = ranks.run(ring_on_rank, 7)
+    assert outs == [(r, 2, [i * 3 for i in range(7)]) for r in range(2)]
+
+
+@pytest.mark.world_size(4)
+def test_ring_of_four(ranks):
+    outs = ranks.run(ring_on_rank, 5)
+    assert outs == [(r, 4, [i * 10 for i in range(5)]) for r in range(4)]
+
+
+def test_no_process_outlives_the_rank_tests():
+    pid_file = Path(os.environ.get("TMPDIR", "/tmp")) / "daemon.pid"
+    if pid_file.is_file():
+        pid = int(pid_file.read_text())
+        assert not Path(f"/proc/{pid}").exists(), f"process {pid} started by a rank is still alive"
+
+
+@pytest.mark.world_size(2, backend="nccl")
+def test_ring_on_two_gpus(ranks):
+    outs = ranks.run(ring_on_rank, 3)
+    assert [o[2] for o in outs] == [[0, 3, 6]] * 2
+'''
+
+
+@pytest.fixture
+def ring_course(demo_course: Course) -> Course:
+    sol = demo_course.solutions / "s03_ringdemo"
+    (sol / "ring").mkdir(parents=True)
+    (sol / "tests").mkdir()
+    (sol / "assignment.toml").write_text(TOML)
+    (sol / "README.md").write_text("# s03_ringdemo\n")
+    (sol / "ring" / "__init__.py").write_text("from ring.ops import ring_all_reduce\n\n__all__ = ['ring_all_reduce']\n")
+    (sol / "ring" / "ops.py").write_text(REFERENCE)
+    (sol / "tests" / "test_ring.py").write_text(TESTS)
+    write_assignment(demo_course, "s03_ringdemo")
+    return demo_course
+
+
+def _grade(course: Course, body: str | None, tmp_path: Path):
+    """Grade the reference (body None) or a submission whose ring_all_reduce has this body."""
+    if body is None:
+        return _by_name(grade_assignment(course=course, assignment_id="s03_ringdemo", solution=True))
+    sub = tmp_path / "submission"
+    (sub / "ring").mkdir(parents=True)
+    (sub / "ring" / "__init__.py").write_text("from ring.ops import ring_all_reduce\n")
+    head = "import os\nimport sys\nimport time\n\nimport torch\nimport torch.distributed as dist\n\n\n"
+    (sub / "ring" / "ops.py").write_text(head + "def ring_all_reduce(x):\n" + body)
+    start = time.monotonic()
+    result = grade_assignment(course=course, assignment_id="s03_ringdemo", submission=sub)
+    return _by_name(result) | {"wall_s": time.monotonic() - start}
+
+
+def _by_name(result) -> dict:
+    return {t.test.nodeid.split("::")[1]: t for t in result.tests} | {"result": result}
+
+
+def test_the_reference_passes_on_two_and_four_ranks_and_nccl_is_not_graded_without_gpus(ring_course, tmp_path):
+    r = _grade(ring_course, None, tmp_path)
+    assert r["test_ring_of_two"].status == "passed", r["test_ring_of_two"].reason
+    assert r["test_ring_of_four"].status == "passed", r["test_ring_of_four"].reason
+    assert r["test_no_process_outlives_the_rank_tests"].status == "passed"
+    nccl = r["test_ring_on_two_gpus"]
+    assert nccl.status == "not_graded" and "needs 2 GPUs" in nccl.reason
+
+
+def test_the_untouched_stub_fails_and_says_which_rank_raised(ring_course, tmp_path):
+    r = _by_name(grade_assignment(course=ring_course, assignment_id="s03_ringdemo"))
+    reason = r["test_ring_of_two"].reason + r["test_ring_of_two"].output
+    assert r["test_ring_of_two"].status == "failed"
+    assert "rank 0: NotImplementedError" in reason and "rank 1: NotImplementedError" in reason
+
+
+def test_a_rank_that_exits_early_is_named(ring_course, tmp_path):
+    r = _grade(ring_course, "    if dist.get_rank() == 1:\n        os._exit(3)\n    time.sleep(60)\n    return x\n", tmp_path)
+    text = r["test_ring_of_two"].output
+    assert r["test_ring_of_two"].status == "failed"
+    assert "rank 1: WorkerDied" in text and "exited with status 3" in text, text
+
+
+def test_ranks_that_all_wait_in_recv_are_reported_within_the_timeout(ring_course, tmp_path):
+    body = "    dist.recv(torch.empty_like(x), (dist.get_rank() + 1) % dist.get_world_size())\n    return x\n"
+    r = _grade(ring_course, body, tmp_path)
+    text = r["test_ring_of_two"].output
+    assert r["test_ring_of_two"].status == "failed"
+    assert "rank 0:" in text and "rank 1:" in text and "recv #1 (src=" in text, text
+    assert r["test_ring_of_two"].duration_s < 30  # the test's timeout
+
+
+def test_a_rank_that_skips_a_collective_is_reported(ring_course, tmp_path):
+    body = "    if dist.get_rank() == 0:\n        dist.barrier()\n    return x\n"
+    r = _grade(ring_course, body, tmp_path)
+    text = r["test_ring_of_two"].output
+    assert r["test_ring_of_two"].status == "failed"
+    assert "rank 0:" in text and "barrier #1" in text and "rank 1: finished" in text, text
+
+
+def test_a_daemon_forked_by_a_rank_does_not_outlive_its_test(ring_course, tmp_path):
+    body = ('    if dist.get_rank() == 0 and os.fork() == 0:\n'
+            '        os.setsid()\n'
+            '        if os.fork() == 0:\n'
+            '            (Path := __import__("pathlib").Path)(os.environ.get("TMPDIR", "/tmp"), "daemon.pid")'
+            '.write_text(str(os.getpid()))\n'
+            '            time.sleep(600)\n'
+            '        os._exit(0)\n'
+            '    time.sleep(1)\n'
+            '    return x * 0\n')
+    r = _grade(ring_course, body, tmp_path)
+    assert r["test_ring_of_two"].status == "failed"  # wrong sum
+    check = r["test_no_process_outlives_the_rank_tests"]
+    assert check.status == "passed", check.reason + check.output
+
+
+def test_calling_the_library_all_reduce_is_forbidden_on_every_rank(ring_course, tmp_path):
+    r = _grade(ring_course, "    dist.all_reduce(x)\n    return x\n", tmp_path)
+    text = r["test_ring_of_two"].output
+    assert r["test_ring_of_two"].status == "failed" and "forbidden" in text, text
+
+
+def test_a_rank_that_forges_a_record_gains_nothing(ring_course, tmp_path):
+    body = ('    if dist.get_rank() == 1:\n'
+            '        with open(".results.jsonl", "a") as f:\n'
+            '            f.write(\'{"body": "{\\\\"kind\\\\": \\\\"test\\\\", \\\\"status\\\\": \\\\"passed\\\\"}", '
+            '"mac": "00"}\\n\')\n'
+            '    return x\n')
+    r = _grade(ring_course, body, tmp_path)
+    assert r["result"].score == 0  # a record that fails its check voids every test of its file
+    assert all("tampered with" in t.reason for name, t in r.items() if name.startswith("test_")), \
+        [t.reason for name, t in r.items() if name.startswith("test_")]
+
+
+def test_ranks_talk_over_loopback_under_the_plain_backend_too(ring_course):
+    """The `none` backend isolates the network as root with a fresh namespace, whose lo starts down."""
+    result = grade_assignment(course=ring_course, assignment_id="s03_ringdemo", solution=True, sandbox="none")
+    r = _by_name(result)
+    assert r["test_ring_of_two"].status == r["test_ring_of_four"].status == "passed", r["test_ring_of_two"].output
