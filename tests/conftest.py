@@ -25,3 +25,15 @@ def demo_course(tmp_path: Path) -> Course:
 @pytest.fixture(scope="session")
 def repo_course() -> Course:
     return Course(REPO)
+
+
+def add_assignment(course: Course, assignment_id: str, files: dict[str, str]) -> Course:
+    """Write solutions/<id>/ from {relative path: text} (a README is added) and generate its student copy."""
+    from autograder.authoring.stubs import write_assignment
+
+    sol = course.solutions / assignment_id
+    for rel, text in {"README.md": f"# {assignment_id}\n", **files}.items():
+        (sol / rel).parent.mkdir(parents=True, exist_ok=True)
+        (sol / rel).write_text(text)
+    write_assignment(course, assignment_id)
+    return course

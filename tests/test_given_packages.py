@@ -11,10 +11,11 @@ import pytest
 
 from autograder.authoring.invariants import check_given
 from autograder.authoring.release import build_release
-from autograder.authoring.stubs import stale_paths, write_assignment
+from autograder.authoring.stubs import stale_paths
 from autograder.host.grade import grade_assignment
 from autograder.host.repo import Course
 from autograder.host.spec import parse_spec
+from conftest import add_assignment
 
 LATER_TOML = """[assignment]
 id = "p1_later"
@@ -65,16 +66,9 @@ def test_the_judge_cannot_import_the_given_package():
 @pytest.fixture
 def later_course(demo_course: Course) -> Course:
     """The demo course plus p1_later, whose package `later` imports the given package `demo`."""
-    sol = demo_course.solutions / "p1_later"
-    (sol / "later").mkdir(parents=True)
-    (sol / "tests").mkdir()
-    (sol / "assignment.toml").write_text(LATER_TOML)
-    (sol / "README.md").write_text("# p1_later\n")
-    (sol / "later" / "__init__.py").write_text("from later.calc import twice\n\n__all__ = ['twice']\n")
-    (sol / "later" / "calc.py").write_text(LATER_CODE)
-    (sol / "tests" / "test_later.py").write_text(LATER_TESTS)
-    write_assignment(demo_course, "p1_later")
-    return demo_course
+    return add_assignment(demo_course, "p1_later", {
+        "assignment.toml": LATER_TOML, "later/__init__.py": "from later.calc import twice\n\n__all__ = ['twice']\n",
+        "later/calc.py": LATER_CODE, "tests/test_later.py": LATER_TESTS})
 
 
 def test_the_student_copy_ships_the_earlier_reference_beside_the_stub(later_course):

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder.authoring.stubs import write_assignment
 from autograder.host.grade import grade_assignment
 from autograder.host.repo import Course
+from conftest import add_assignment
 
 TOML = """[assignment]
 id = "s03_ringdemo"
@@ -100,16 +100,9 @@ def test_ring_on_two_gpus(ranks):
 
 @pytest.fixture
 def ring_course(demo_course: Course) -> Course:
-    sol = demo_course.solutions / "s03_ringdemo"
-    (sol / "ring").mkdir(parents=True)
-    (sol / "tests").mkdir()
-    (sol / "assignment.toml").write_text(TOML)
-    (sol / "README.md").write_text("# s03_ringdemo\n")
-    (sol / "ring" / "__init__.py").write_text("from ring.ops import ring_all_reduce\n\n__all__ = ['ring_all_reduce']\n")
-    (sol / "ring" / "ops.py").write_text(REFERENCE)
-    (sol / "tests" / "test_ring.py").write_text(TESTS)
-    write_assignment(demo_course, "s03_ringdemo")
-    return demo_course
+    return add_assignment(demo_course, "s03_ringdemo", {
+        "assignment.toml": TOML, "ring/__init__.py": "from ring.ops import ring_all_reduce\n\n__all__ = ['ring_all_reduce']\n",
+        "ring/ops.py": REFERENCE, "tests/test_ring.py": TESTS})
 
 
 def _grade(course: Course, body: str | None, tmp_path: Path):
