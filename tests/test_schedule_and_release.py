@@ -102,3 +102,17 @@ def test_a_given_file_must_exist_and_ship_whole(demo_course):
     assert "has a solution region" in check_given(demo_course, "s00_demo")[0]
     (sol / "demo" / "kernel.py").write_text("def f():\n    return 1\n")
     assert check_given(demo_course, "s00_demo") == []
+
+
+def test_check_names_a_broken_variant_whose_text_is_gone(demo_course):
+    """A mutant's `find` text must occur once in its file: after the reference (or an answer file)
+    changes, `autograder check` says which mutant no longer applies."""
+    from autograder.authoring.invariants import check_mutants
+
+    mutants = demo_course.solutions / "s00_demo" / "mutants.toml"
+    mutants.write_text('[[mutant]]\nname = "sub"\nfile = "demo/ops.py"\nfind = "return a + b"\n'
+                       'replace = "return a - b"\ntests = ["tests/test_ops.py"]\n')
+    assert check_mutants(demo_course, "s00_demo") == []
+    mutants.write_text(mutants.read_text().replace("return a + b", "return a * b"))
+    (problem,) = check_mutants(demo_course, "s00_demo")
+    assert "mutant 'sub'" in problem and "occurs 0 times in demo/ops.py" in problem

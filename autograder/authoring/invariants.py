@@ -58,6 +58,21 @@ def _given_package_problems(course: Course, aid: str, package: str, solves: str)
     return []
 
 
+def check_mutants(course: Course, aid: str) -> list[str]:
+    """mutants.toml reads, and each mutant's `find` text occurs exactly once in its file (a changed
+    reference or answer file silently breaks the broken variants that patch it)."""
+    from autograder.authoring.mutants import load_mutants
+    from autograder.host.errors import GraderError
+
+    if (solution := course.solution_dir(aid)) is None:
+        return []
+    try:
+        load_mutants(solution)
+    except GraderError as e:
+        return [f"{aid}: {e}"]
+    return []
+
+
 def check_schedule(course: Course) -> list[str]:
     """The schedule is valid and releases no given file before the exercise it answers is due."""
     from autograder.authoring.schedule import load_schedule
@@ -109,7 +124,7 @@ def check_stub(course: Course, aid: str, sandbox: str, hardware: str | None = No
 def check_all(*, course: Course, ids: list[str] | None, grade: bool, sandbox: str, say: Say) -> list[str]:
     failures: list[str] = []
     for aid in ids or course.ids():
-        found = check_sync(course, aid) + check_given(course, aid)
+        found = check_sync(course, aid) + check_given(course, aid) + check_mutants(course, aid)
         if grade:
             found += check_reference(course, aid, sandbox) + check_stub(course, aid, sandbox)
         say(f"{aid}: " + ("[green]ok[/]" if not found else "[red]" + "; ".join(found) + "[/]"))
