@@ -23,6 +23,8 @@ def test_docker_container_isolates_network_memory_and_pids_and_passes_gpus():
     assert config["volumes"] == {"/tmp/ag/run0": {"bind": "/tmp/ag/run0", "mode": "rw"}}
     assert config["environment"] == {"A": "1"} and config["command"][-3:] == ["-m", "pytest", "t.py"]
     assert [r.capabilities for r in config["device_requests"]] == [[["gpu"]]]
+    ranks = container_config(_request(processes=5), "img:1", [], [], "autograder-y")  # a test file of world 4
+    assert ranks["mem_limit"] == "10240m" and ranks["memswap_limit"] == "10240m" and ranks["pids_limit"] == 5120
 
 
 def test_bwrap_command_hides_the_repo_and_binds_only_the_workdir_writable():

@@ -96,7 +96,7 @@ def container_config(request: RunRequest, image: str, image_env: list[str], fds:
         "image": image, "command": command, "name": name, "detach": True, "labels": {"autograder": "run"},
         "network_mode": "none", "mem_limit": f"{request.memory_mb * request.processes}m",
         "memswap_limit": f"{request.memory_mb * request.processes}m",
-        "pids_limit": PIDS_LIMIT, "read_only": True, "tmpfs": {"/tmp": ""}, "cap_drop": ["ALL"],
+        "pids_limit": PIDS_LIMIT * request.processes, "read_only": True, "tmpfs": {"/tmp": ""}, "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"], "user": container_user(request),
         "volumes": {workdir: {"bind": workdir, "mode": "rw"}}, "working_dir": workdir,
         "environment": container_env(request, image_env), "stdin_open": False,
