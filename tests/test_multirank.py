@@ -29,6 +29,9 @@ test_timeout_s = 30
 file_timeout_s = 120
 memory_mb = 6144
 forbidden = ["torch.distributed.all_reduce"]
+
+[accounting]
+forbidden_ops = ["c10d::allreduce_*"]  # the library's all-reduce by any route (it is a dispatcher op)
 """
 
 REFERENCE = '''"""Sum a tensor over the ranks by passing it around a ring (point-to-point only)."""
@@ -183,6 +186,13 @@ def test_calling_the_library_all_reduce_is_forbidden_on_every_rank(ring_course, 
     r = _grade(ring_course, "    dist.all_reduce(x)\n    return x\n", tmp_path)
     text = r["test_ring_of_two"].output
     assert r["test_ring_of_two"].status == "failed" and "forbidden" in text, text
+
+
+def test_the_library_all_reduce_by_another_route_is_caught_by_each_ranks_accounting(ring_course, tmp_path):
+    r = _grade(ring_course, "    dist.group.WORLD.allreduce([x]).wait()\n    return x\n", tmp_path)
+    text = r["test_ring_of_two"].output
+    assert r["test_ring_of_two"].status == "failed", text
+    assert "rank 0: " in text and "rank 1: " in text and "c10d::allreduce_" in text, text
 
 
 def test_a_rank_that_forges_a_record_gains_nothing(ring_course, tmp_path):

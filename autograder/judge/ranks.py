@@ -38,6 +38,7 @@ from autograder.protocol.messages import (
     Op,
 )
 from autograder.protocol.rules import AccountingRules, Ledger, verdict
+from autograder.worker.session import CALL_MARKER
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_GLOO_WORLD = 4          # CPU ranks share the grading machine's cores (2 on the course's CI)
@@ -240,9 +241,15 @@ class RankGroup:
             if not (self.rules.active or self.required) or not served:
                 continue
             try:
-                why = verdict(Ledger.from_json(data), self.rules, self.required, calls=c.calls)
+                ledger = Ledger.from_json(data)
             except ValueError as exc:
-                why = f"the op and kernel accounting sent no valid ledger ({exc})"
+                problems.append(f"rank {rank}: the op and kernel accounting sent no valid ledger ({exc})")
+                continue
+            if self.rules.records_ops and ledger.ops.get(CALL_MARKER, 0) != c.calls:
+                why = (f"the op accounting saw {ledger.ops.get(CALL_MARKER, 0)} of the {c.calls} calls into the "
+                       "submission (switched off or tampered with)")
+            else:
+                why = verdict(ledger, self.rules, self.required, calls=c.calls)
             if why:
                 problems.append(f"rank {rank}: {why}")
         return problems
