@@ -149,6 +149,24 @@ def test_a_rank_that_exits_early_is_named(ring_course, tmp_path):
     assert "rank 1: WorkerDied" in text and "exited with status 3" in text, text
 
 
+def test_batched_point_to_point_works_on_the_ranks(ring_course, tmp_path):
+    """batch_isend_irecv checks its ops against torch's own isend/irecv: the watched ones must pass."""
+    body = ("    rank, world = dist.get_rank(), dist.get_world_size()\n"
+            "    total, passing = x.clone(), x.clone()\n"
+            "    for _ in range(world - 1):\n"
+            "        incoming = torch.empty_like(passing)\n"
+            "        ops = [dist.P2POp(dist.isend, passing, (rank + 1) % world),\n"
+            "               dist.P2POp(dist.irecv, incoming, (rank - 1) % world)]\n"
+            "        for request in dist.batch_isend_irecv(ops):\n"
+            "            request.wait()\n"
+            "        passing = incoming\n"
+            "        total += incoming\n"
+            "    x.copy_(total)\n"
+            "    return x\n")
+    r = _grade(ring_course, body, tmp_path)
+    assert r["test_ring_of_two"].status == r["test_ring_of_four"].status == "passed", r["test_ring_of_two"].output
+
+
 def test_ranks_that_all_wait_in_recv_are_reported_within_the_timeout(ring_course, tmp_path):
     body = "    dist.recv(torch.empty_like(x), (dist.get_rank() + 1) % dist.get_world_size())\n    return x\n"
     r = _grade(ring_course, body, tmp_path)

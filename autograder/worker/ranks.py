@@ -89,9 +89,16 @@ def join_from_env() -> None:
     world = int(os.environ[ENV_WORLD])
     progress = Progress(os.environ[ENV_PROGRESS])
     progress.write("starting")
+    from torch.distributed import distributed_c10d
+
     for name in WATCHED:
-        if hasattr(dist, name):
-            setattr(dist, name, _watch(name, getattr(dist, name), progress))
+        original = getattr(dist, name, None)
+        if original is None:
+            continue
+        watched = _watch(name, original, progress)
+        setattr(dist, name, watched)
+        if getattr(distributed_c10d, name, None) is original:  # one object under both names: P2POp checks
+            setattr(distributed_c10d, name, watched)          # `op in [isend, irecv]` against c10d's own
     backend = os.environ.get(ENV_DIST_BACKEND, "gloo")
     if backend == "nccl":
         torch.cuda.set_device(rank)
