@@ -1,0 +1,23 @@
+"""The pipeline on four gloo ranks: fewer micro-batches than stages, one micro-batch, a hand-written
+schedule with backwards in reverse order, and stages placed on the ranks in reverse (stage_ranks);
+oracle: the same MLP in one process (rank_programs.one_process)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from rank_programs import MICRO, WIDTH, check_pipeline, mlp_params, pipeline_on_rank
+
+REVERSED_AFAB = ["F0 F1 F2 B2 B1 B0"] * 4  # legal: each stage's backwards follow the next stage's
+
+
+@pytest.mark.points(5)
+@pytest.mark.world_size(4)
+def test_pipeline_of_four_stages_with_few_microbatches_and_custom_placement(ranks, tol):
+    weights, biases = mlp_params(8, seed=5)
+    g = torch.Generator().manual_seed(6)
+    x, y = torch.randn(5 * MICRO, WIDTH, generator=g), torch.randn(5 * MICRO, WIDTH, generator=g)
+    runs = [("1f1b", 2, None, None), ("1f1b", 1, None, None), ("afab", 5, None, None),
+            ("1f1b", 5, None, [3, 2, 1, 0]), ("afab", 3, REVERSED_AFAB, [1, 3, 0, 2])]
+    results = ranks.run(pipeline_on_rank, weights, biases, x, y, runs)
+    check_pipeline(results, runs, weights, biases, x, y, tol)
