@@ -1,0 +1,34 @@
+"""Three ranks: not a power of two, so recursive doubling must fold (rank 0 hands its vector to
+rank 1, ranks 1 and 2 double, rank 1 hands the sum back), and ring blocks are uneven for most
+sizes. float32 sums must also agree bit for bit on every rank (the ring sums each block once then
+copies it; doubling partners add a + b and b + a, equal in IEEE arithmetic)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import (
+    all_reduce_on_rank,
+    all_to_all_on_rank,
+    check_all_reduce,
+    check_all_to_all,
+    check_gather_scatter,
+    gather_scatter_on_rank,
+)
+
+INT_SHAPES = [(1,), (2,), (3,), (4,), (1000,), (5, 7)]
+FLOAT_SHAPES = [(100003,), (1,), (2,), (257, 129)]
+GATHER_CASES = [[[1, 0, 2], 0], [[5, 4, 4], 3], [[100, 1, 37], 0]]
+A2A_CASES = [[[[1, 2, 3], [4, 5, 6], [7, 8, 9]], 0], [[[0, 3, 1], [2, 0, 5], [1, 1, 0]], 2]]
+
+
+@pytest.mark.points(6)
+@pytest.mark.world_size(3)
+def test_collectives_on_three_ranks_with_the_fold(ranks, tol):
+    for algorithm in ("recursive_doubling", "ring"):
+        check_all_reduce(ranks.run(all_reduce_on_rank, algorithm, "int", INT_SHAPES), "int", INT_SHAPES, tol,
+                         f"{algorithm} all-reduce on 3 ranks, int64")
+        check_all_reduce(ranks.run(all_reduce_on_rank, algorithm, "float", FLOAT_SHAPES), "float", FLOAT_SHAPES,
+                         tol, f"{algorithm} all-reduce on 3 ranks, float32")
+    check_gather_scatter(ranks.run(gather_scatter_on_rank, GATHER_CASES), GATHER_CASES, "3 ranks")
+    check_all_to_all(ranks.run(all_to_all_on_rank, A2A_CASES), A2A_CASES, "3 ranks")
