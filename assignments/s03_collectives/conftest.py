@@ -13,6 +13,8 @@ A 2-d tensor repeats a row's tag in every column c as tag * 10 + c.
 
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -239,3 +241,32 @@ def check_all_to_all(outs: list, cases: list[list], where: str) -> None:
             want = row_tags(torch.cat(parts), width)
             check_rows(theirs, want, "a2a", f"{label}: torch.distributed.all_to_all_single (the oracle)")
             check_rows(got, want, "a2a", f"all_to_all, {label}")
+
+
+@contextmanager
+def sends_recorded(records: list):
+    """Record [peer, numel] of each send and isend the package makes while the block runs (also
+    through distributed_c10d's names, which dist.P2POp and batch_isend_irecv use)."""
+    import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
+
+    patches = []
+    for name in ("isend", "send"):
+        original = getattr(dist, name)
+
+        def spy(tensor, dst=None, *args, _original=original, **kwargs):
+            records.append([dst if dst is not None else kwargs.get("group_dst"), tensor.numel()])
+            return _original(tensor, dst, *args, **kwargs)
+
+        owners = [dist, c10d] + [m for n, m in list(sys.modules.items())
+                           if m is not None and (n == "collectives" or n.startswith("collectives."))]
+        for owner in owners:
+            for attr, value in list(vars(owner).items()):
+                if value is original:
+                    setattr(owner, attr, spy)
+                    patches.append((owner, attr, original))
+    try:
+        yield
+    finally:
+        for owner, attr, original in reversed(patches):
+            setattr(owner, attr, original)

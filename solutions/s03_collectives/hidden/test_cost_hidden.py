@@ -55,6 +55,8 @@ def test_one_rank_costs_nothing_and_zero_bytes_cost_latency_only(tol):
             assert fn(0, n, LINK) == pytest.approx((n - 1) * ALPHA, rel=rel), fn.__name__
         for fn in (ring_all_gather_time, ring_reduce_scatter_time, pairwise_all_to_all_time):
             assert fn(999, n, LINK) == pytest.approx((n - 1) * (ALPHA + 999 / n * BETA), rel=rel), fn.__name__
+    # nothing is faster than nothing: one rank keeps the ring (the model's "strictly faster" rule)
+    assert best_all_reduce(1 << 20, 1, LINK) == "ring" and best_all_reduce(0, 1, LINK) == "ring"
 
 
 @pytest.mark.points(2)

@@ -5,42 +5,12 @@ miss the point of the exercise and the cost the model assigns it."""
 
 from __future__ import annotations
 
-import sys
-from contextlib import contextmanager
-
 import pytest
 
-N = 1001  # chunk_sizes(1001, 4) == [251, 250, 250, 250]
+from conftest import sends_recorded
+
+N = 1003  # chunk_sizes(1003, 4) == [251, 251, 251, 250]: the remainder spread over the first blocks
 SPLITS = [[1, 2, 3, 4], [5, 6, 7, 8], [2, 4, 6, 8], [3, 1, 4, 1]]
-
-
-@contextmanager
-def sends_recorded(records: list):
-    """Record [peer, numel] of each send and isend the package makes while the block runs (also
-    through distributed_c10d's names, which dist.P2POp and batch_isend_irecv use)."""
-    import torch.distributed as dist
-    import torch.distributed.distributed_c10d as c10d
-
-    patches = []
-    for name in ("isend", "send"):
-        original = getattr(dist, name)
-
-        def spy(tensor, dst=None, *args, _original=original, **kwargs):
-            records.append([dst if dst is not None else kwargs.get("group_dst"), tensor.numel()])
-            return _original(tensor, dst, *args, **kwargs)
-
-        owners = [dist, c10d] + [m for n, m in list(sys.modules.items())
-                           if m is not None and (n == "collectives" or n.startswith("collectives."))]
-        for owner in owners:
-            for attr, value in list(vars(owner).items()):
-                if value is original:
-                    setattr(owner, attr, spy)
-                    patches.append((owner, attr, original))
-    try:
-        yield
-    finally:
-        for owner, attr, original in reversed(patches):
-            setattr(owner, attr, original)
 
 
 def messages_on_rank() -> dict:
@@ -72,8 +42,8 @@ def test_each_algorithm_sends_the_messages_of_its_pattern(ranks):
             f"ring_all_reduce, rank {rank}: sent {ring} ([peer, elements] per message); a ring all-reduce on 4 "
             "ranks sends 2 (n - 1) = 6 messages, all to one neighbour")
         assert all(numel in (250, 251) for _, numel in ring), (
-            f"ring_all_reduce, rank {rank}: sent {ring}; each message is one block of chunk_sizes(1001, 4) = "
-            "[251, 250, 250, 250] elements")
+            f"ring_all_reduce, rank {rank}: sent {ring}; each message is one block of chunk_sizes(1003, 4) = "
+            "[251, 251, 251, 250] elements")
         doubling = sent["recursive_doubling"]
         assert sorted(doubling) == sorted([[rank ^ 1, N], [rank ^ 2, N]]), (
             f"recursive_doubling_all_reduce, rank {rank}: sent {doubling}; on 4 ranks it sends the whole vector "

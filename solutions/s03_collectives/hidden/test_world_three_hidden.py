@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import (
+    sends_recorded,
     all_reduce_on_rank,
     all_to_all_on_rank,
     check_all_reduce,
@@ -22,6 +23,24 @@ GATHER_CASES = [[[1, 0, 2], 0], [[5, 4, 4], 3], [[100, 1, 37], 0]]
 A2A_CASES = [[[[1, 2, 3], [4, 5, 6], [7, 8, 9]], 0], [[[0, 3, 1], [2, 0, 5], [1, 1, 0]], 2]]
 
 
+def doubling_sends_on_rank(n: int) -> list:
+    """[peer, elements] of each message recursive doubling sends from this rank, for n elements."""
+    import torch
+
+    from collectives import recursive_doubling_all_reduce
+
+    records: list = []
+    with sends_recorded(records):
+        recursive_doubling_all_reduce(torch.ones(n))
+    return records
+
+
+# The fold on 3 ranks (p = 2, e = 1), in order: rank 0 hands its vector to rank 1, ranks 1 and 2
+# double, then rank 1 hands the sum back to rank 0. Each message is the whole vector. (Folding the
+# last two ranks instead sends the same messages per rank, in another order on rank 1.)
+FOLD_SENDS = [[[1, 7]], [[2, 7], [0, 7]], [[1, 7]]]
+
+
 @pytest.mark.points(6)
 @pytest.mark.world_size(3)
 def test_collectives_on_three_ranks_with_the_fold(ranks, tol):
@@ -32,3 +51,7 @@ def test_collectives_on_three_ranks_with_the_fold(ranks, tol):
                          tol, f"{algorithm} all-reduce on 3 ranks, float32")
     check_gather_scatter(ranks.run(gather_scatter_on_rank, GATHER_CASES), GATHER_CASES, "3 ranks")
     check_all_to_all(ranks.run(all_to_all_on_rank, A2A_CASES), A2A_CASES, "3 ranks")
+    for rank, sent in enumerate(ranks.run(doubling_sends_on_rank, 7)):
+        assert sent == FOLD_SENDS[rank], (
+            f"recursive_doubling_all_reduce on 3 ranks, rank {rank}: sent {sent} ([peer, elements], in order); the "
+            f"fold folds the first 2e ranks (even into odd) and doubles over the rest: expected {FOLD_SENDS[rank]}")
