@@ -82,7 +82,7 @@ def grade_mutants(*, course: Course, assignment_id: str, sandbox: str = "auto",
         with tempfile.TemporaryDirectory() as tmp:
             sub = apply_mutant(solution_dir, mutant, Path(tmp) / assignment_id)
             result = grade_assignment(course=course, assignment_id=assignment_id, submission=sub,
-                                      sandbox=sandbox, only_files=list(mutant.tests) or None)
+                                      sandbox=sandbox, only_files=list(mutant.tests) or None, probe=False)
         caught = result.score < result.max_score - 1e-9
         say(f"{mutant.name}: {result.score:g}/{result.max_score:g} -> {'caught' if caught else 'SURVIVED'}")
         outcomes.append(MutantOutcome(mutant.name, caught, result.score, result.max_score, True))

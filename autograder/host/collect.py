@@ -10,8 +10,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,9 +127,11 @@ def collect_expected(workdir: Path, env: dict[str, str], cache: Path | None, pac
     if data["errors"]:
         first = data["errors"][0]
         raise GraderError(f"the master tests fail to collect with trusted code: {first['nodeid']}\n{first['message']}")
-    if cached:
+    if cached:  # written whole, then renamed: gradings running side by side may read it at any moment
         cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_text(json.dumps(data))
+        partial = cached.with_name(f".{cached.name}.{os.getpid()}.{threading.get_ident()}")
+        partial.write_text(json.dumps(data))
+        os.replace(partial, cached)
     return _parse_manifest(data)
 
 

@@ -167,10 +167,12 @@ def grade_assignment(
     only_files: list[str] | None = None,
     progress: Progress | None = None,
     import_timeout_s: float = IMPORT_TIMEOUT_S,
+    probe: bool = True,
 ) -> AssignmentResult:
     """Grade the student's copy (default), the reference (`solution`) or a `submission` folder.
 
-    `import_timeout_s` bounds the probe that imports the package once before any test runs.
+    `import_timeout_s` bounds the probe that imports the package once before any test runs;
+    `probe=False` skips it (a broken variant of the reference: it imports, and only its score counts).
     """
     start = time.monotonic()
     spec = course.spec(assignment_id)
@@ -208,7 +210,10 @@ def grade_assignment(
             result.notes.insert(0, refused)
             result.tests = [TestResult(t, FAILED, refused) for t in expected if t.file in files]
         else:
-            _probe_and_grade(job, files, workers, result, progress, import_timeout_s)
+            if probe:
+                _probe_and_grade(job, files, workers, result, progress, import_timeout_s)
+            else:
+                _grade_files(job, files, workers, result, progress)
     finally:
         cleanup(root)
     if only_files is None:
