@@ -47,6 +47,7 @@ class Progress:
     def __init__(self, path: str) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         self.count = 0
+        self.depth = 0  # watched calls open now: torch's recv calls its irecv, and the outer one is where it waits
 
     def write(self, text: str) -> None:
         data = text.encode()[:500].ljust(512)
@@ -63,6 +64,8 @@ def _peer(args: tuple, kwargs: dict) -> str:
 def _watch(name: str, fn: Any, progress: Progress) -> Any:
     @functools.wraps(fn)
     def watched(*args: Any, **kwargs: Any) -> Any:
+        if progress.depth:  # inside another watched call (recv -> irecv): that one says where we are
+            return fn(*args, **kwargs)
         progress.count += 1
         peer = _peer(args, kwargs)
         if not peer and name in ("send", "isend") and len(args) > 1:
@@ -71,7 +74,11 @@ def _watch(name: str, fn: Any, progress: Progress) -> Any:
             peer = f"src={args[1]}"
         where = f"{name} #{progress.count}" + (f" ({peer})" if peer else "")
         progress.write(f"in {where}")
-        result = fn(*args, **kwargs)
+        progress.depth += 1
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            progress.depth -= 1
         progress.write(f"returned from {where}")
         return result
 
