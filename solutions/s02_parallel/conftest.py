@@ -96,3 +96,30 @@ _TOLERANCES = tolerances(Path(__file__).parent)
 def tol():
     """tol(name) -> {"rtol": r, "atol": a}: the tolerance `name` of assignment.toml's [tolerances]."""
     return _TOLERANCES
+
+
+# The topology oracle (tests/test_topology.py, hidden/test_topology_hidden.py): the grid of Megatron-Core's
+# order, reshaped from arange(world), independent of the student's code.
+KINDS = ("tp", "cp", "dp", "pp", "dp-cp", "tp-cp", "tp-pp", "tp-dp-cp", "ep", "edp", "tp-ep")
+DECODER_AXES = ("pp", "dp", "cp", "tp")  # slowest first: row-major arange puts tp fastest
+EXPERT_AXES = ("pp", "edp", "ep", "tp")
+
+
+def sizes_of(tp=1, cp=1, dp=1, pp=1, ep=1) -> dict[str, int]:
+    return {"tp": tp, "cp": cp, "dp": dp, "pp": pp, "ep": ep, "edp": dp * cp // ep}
+
+
+def oracle_groups(sizes: dict[str, int], kind: str) -> list[list[int]]:
+    """Groups of `kind`: move the kind's axes last and read the grid row by row."""
+    import math
+
+    import torch
+
+    names = kind.split("-")
+    axes = EXPERT_AXES if {"ep", "edp"} & set(names) else DECODER_AXES
+    shape = [sizes[a] for a in axes]
+    grid = torch.arange(math.prod(shape)).reshape(shape)
+    inside = [i for i, a in enumerate(axes) if a in names]
+    outside = [i for i, a in enumerate(axes) if a not in names]
+    width = math.prod(shape[i] for i in inside)
+    return grid.permute(*outside, *inside).reshape(-1, width).tolist()

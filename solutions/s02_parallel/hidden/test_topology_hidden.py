@@ -10,24 +10,7 @@ import pytest
 import torch
 from parallel import ParallelConfig, build_groups, group_ranks, rank_coords, rank_of
 
-KINDS = ("tp", "cp", "dp", "pp", "dp-cp", "tp-cp", "tp-pp", "tp-dp-cp", "ep", "edp", "tp-ep")
-DECODER_AXES = ("pp", "dp", "cp", "tp")
-EXPERT_AXES = ("pp", "edp", "ep", "tp")
-
-
-def sizes_of(tp=1, cp=1, dp=1, pp=1, ep=1) -> dict[str, int]:
-    return {"tp": tp, "cp": cp, "dp": dp, "pp": pp, "ep": ep, "edp": dp * cp // ep}
-
-
-def oracle_groups(sizes: dict[str, int], kind: str) -> list[list[int]]:
-    names = kind.split("-")
-    axes = EXPERT_AXES if {"ep", "edp"} & set(names) else DECODER_AXES
-    shape = [sizes[a] for a in axes]
-    grid = torch.arange(math.prod(shape)).reshape(shape)
-    inside = [i for i, a in enumerate(axes) if a in names]
-    outside = [i for i, a in enumerate(axes) if a not in names]
-    return grid.permute(*outside, *inside).reshape(-1, math.prod(shape[i] for i in inside)).tolist()
-
+from conftest import DECODER_AXES, EXPERT_AXES, KINDS, oracle_groups, sizes_of
 
 @pytest.mark.points(2)
 def test_a_world_of_one_has_one_group_of_every_kind():

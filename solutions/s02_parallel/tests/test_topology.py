@@ -13,26 +13,7 @@ import pytest
 import torch
 from parallel import ParallelConfig, build_groups, group_ranks, rank_coords, rank_of
 
-KINDS = ("tp", "cp", "dp", "pp", "dp-cp", "tp-cp", "tp-pp", "tp-dp-cp", "ep", "edp", "tp-ep")
-DECODER_AXES = ("pp", "dp", "cp", "tp")  # slowest first: row-major arange puts tp fastest
-EXPERT_AXES = ("pp", "edp", "ep", "tp")
-
-
-def sizes_of(tp=1, cp=1, dp=1, pp=1, ep=1) -> dict[str, int]:
-    return {"tp": tp, "cp": cp, "dp": dp, "pp": pp, "ep": ep, "edp": dp * cp // ep}
-
-
-def oracle_groups(sizes: dict[str, int], kind: str) -> list[list[int]]:
-    """Groups of `kind`: move the kind's axes last and read the grid row by row."""
-    names = kind.split("-")
-    axes = EXPERT_AXES if {"ep", "edp"} & set(names) else DECODER_AXES
-    shape = [sizes[a] for a in axes]
-    grid = torch.arange(math.prod(shape)).reshape(shape)
-    inside = [i for i, a in enumerate(axes) if a in names]
-    outside = [i for i, a in enumerate(axes) if a not in names]
-    width = math.prod(shape[i] for i in inside)
-    return grid.permute(*outside, *inside).reshape(-1, width).tolist()
-
+from conftest import DECODER_AXES, EXPERT_AXES, KINDS, oracle_groups, sizes_of
 
 def oracle_coords(sizes: dict[str, int], rank: int) -> tuple[int, ...]:
     """(tp, cp, dp, pp, ep, edp) of `rank`: its index in each grid."""
