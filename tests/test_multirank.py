@@ -87,6 +87,12 @@ def test_ring_of_four(ranks):
     assert outs == [(r, 4, [i * 10 for i in range(5)]) for r in range(4)]
 
 
+@pytest.mark.world_size(2)
+def test_ring_twice(ranks):
+    first, second = ranks.run(ring_on_rank, 3), ranks.run(ring_on_rank, 4)
+    assert [o[2] for o in first] == [[0, 3, 6]] * 2 and [o[2] for o in second] == [[0, 3, 6, 9]] * 2
+
+
 def test_no_process_outlives_the_rank_tests():
     pid_file = Path(os.environ.get("TMPDIR", "/tmp")) / "daemon.pid"
     if pid_file.is_file():
@@ -130,6 +136,7 @@ def test_the_reference_passes_on_two_and_four_ranks_and_nccl_is_not_graded_witho
     r = _grade(ring_course, None, tmp_path)
     assert r["test_ring_of_two"].status == "passed", r["test_ring_of_two"].reason
     assert r["test_ring_of_four"].status == "passed", r["test_ring_of_four"].reason
+    assert r["test_ring_twice"].status == "passed", r["test_ring_twice"].reason
     assert r["test_no_process_outlives_the_rank_tests"].status == "passed"
     nccl = r["test_ring_on_two_gpus"]
     assert nccl.status == "not_graded" and "needs 2 GPUs" in nccl.reason
@@ -174,6 +181,22 @@ def test_ranks_that_all_wait_in_recv_are_reported_within_the_timeout(ring_course
     assert r["test_ring_of_two"].status == "failed"
     assert "rank 0:" in text and "rank 1:" in text and "recv #1 (src=" in text, text
     assert r["test_ring_of_two"].duration_s < 30  # the test's timeout
+
+
+def test_a_slow_first_run_leaves_the_second_only_what_is_left_of_the_timeout(ring_course, tmp_path):
+    """One deadline per test, from its start: a second run that hangs after a slow first one is still
+    reported (with where each rank waits) within the test's 30 s, not cut off by the test's timeout."""
+    body = ("    ring_all_reduce.calls = getattr(ring_all_reduce, 'calls', 0) + 1\n"
+            "    if ring_all_reduce.calls == 1:\n"
+            "        time.sleep(12)\n"
+            "        return x\n"
+            "    while True:\n"
+            "        time.sleep(0.1)\n")
+    r = _grade(ring_course, body, tmp_path)
+    twice = r["test_ring_twice"]
+    assert twice.status == "failed"
+    assert "rank 0: still waiting" in twice.output and "rank 1: still waiting" in twice.output, twice.reason + twice.output
+    assert twice.duration_s < 30  # the test's timeout
 
 
 def test_a_rank_that_skips_a_collective_is_reported(ring_course, tmp_path):

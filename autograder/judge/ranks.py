@@ -109,6 +109,9 @@ class RankGroup:
         if backend == "gloo" and world > MAX_GLOO_WORLD:
             raise ValueError(f"world_size({world}) on gloo: at most {MAX_GLOO_WORLD} CPU ranks per test")
         self.world, self.backend, self.timeout_s = world, backend, timeout_s
+        # One deadline for the whole test (start and every run together), from the group's creation
+        # in the test's setup: a rank slow to start leaves less time to the runs, never more.
+        self.deadline = time.monotonic() + timeout_s - KILL_MARGIN_S
         self.nodeid, self.forbidden, self.rules, self.required = guards
         self.folder = Path(tempfile.mkdtemp(prefix="ranks-"))
         # The collective timeout fires before the judge's deadline, so a rank stuck in a collective
@@ -138,7 +141,7 @@ class RankGroup:
         """Start every rank and wait until each has joined the group (all ranks start at once)."""
         for c in self.clients:
             c.start()
-        errors = self._on_all(lambda c: c.ready(), self.timeout_s)
+        errors = self._on_all(lambda c: c.ready(), self._left())
         if errors:
             self.close()
             raise RankFailure(self._describe("could not start", errors, self._stuck_ranks()))
@@ -175,7 +178,7 @@ class RankGroup:
         def call(rank: int, c: WorkerClient) -> None:
             results[rank] = c.request(Op.SHIPPED, *target, args, kwargs)
 
-        errors = self._on_all(call, self.timeout_s - KILL_MARGIN_S, with_rank=True)
+        errors = self._on_all(call, self._left(), with_rank=True)
         stuck = self._stuck_ranks()
         if errors or stuck:
             message = self._describe(f"ran {fn.__name__}", errors, stuck)
@@ -184,6 +187,10 @@ class RankGroup:
         if problems := self._accounting():
             raise RankFailure("; ".join(problems))
         return results
+
+    def _left(self) -> float:
+        """Seconds left before the test's deadline (at least a moment, so a late call still reports)."""
+        return max(0.5, self.deadline - time.monotonic())
 
     def _on_all(self, work: Callable[..., None], budget_s: float, with_rank: bool = False) -> dict[int, BaseException]:
         """Run work on every client in its own thread; stop waiting at the deadline, or GRACE_S
