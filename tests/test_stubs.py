@@ -53,3 +53,5 @@ def test_a_changed_bar_or_test_changes_the_handouts_grading_section():
     readme = with_section("# Handout\n\ntext\n", section)
     again = with_section(readme.replace("0.8x", "0.7x"), section)
     assert again == readme and again.count(BEGIN) == again.count(END) == 1
+    unset = parse_spec({**head, "perf": {"ratio": {**perf["perf"]["ratio"], "thresholds": {}}}})
+    assert "| `ratio` | d | higher | none yet | - | - |" in grading_section(unset, tests)  # no empty table

@@ -36,10 +36,13 @@ def grading_section(spec: AssignmentSpec, tests: list[ExpectedTest]) -> str:
     if spec.perf:
         lines += ["", ("A performance test earns a share of its points from each metric it records: 0 below "
                        "the pass bar, half at it, rising linearly to all of it at the full bar (the mean over "
-                       "its metrics). Its output must also pass the test's correctness check."), "",
+                       "its metrics). Its output must also pass the test's correctness check. A metric with no "
+                       "bar for your hardware is not graded here: the test reports the number only."), "",
                   "| metric | what it measures | better | hardware | pass | full |", "|---|---|---|---|---|---|"]
         for name, metric in sorted(spec.perf.items()):
             better = "higher" if metric.higher_is_better else "lower"
+            if not metric.thresholds:  # measured and reported, graded nowhere yet
+                lines.append(f"| `{name}` | {metric.description} | {better} | none yet | - | - |")
             for tag, bar in sorted(metric.thresholds.items()):
                 unit = metric.unit if metric.unit in ("x", "%") else f" {metric.unit}" if metric.unit else ""
                 lines.append(f"| `{name}` | {metric.description} | {better} | {tag} | {bar.pass_bar:g}{unit} | "
