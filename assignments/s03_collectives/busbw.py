@@ -36,7 +36,6 @@ def bus_bandwidth(nbytes: int, world: int, seconds: float) -> float:
 def _rank(rank: int, world: int, store: str, sizes: list[int], reps: int, out: str) -> None:
     import torch
     import torch.distributed as dist
-
     from collectives import recursive_doubling_all_reduce, ring_all_reduce
 
     torch.set_num_threads(1)  # ranks share the cores: one thread each, like one GPU each

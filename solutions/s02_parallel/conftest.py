@@ -123,3 +123,15 @@ def oracle_groups(sizes: dict[str, int], kind: str) -> list[list[int]]:
     outside = [i for i, a in enumerate(axes) if a not in names]
     width = math.prod(shape[i] for i in inside)
     return grid.permute(*outside, *inside).reshape(-1, width).tolist()
+
+
+def rows(schedule) -> list[str]:
+    """A pipeline schedule as one string per stage, e.g. "F0 F1 B0 B1" (schedule tests)."""
+    return [" ".join(f"{a.kind}{a.microbatch}" for a in stage) for stage in schedule]
+
+
+def actions(*stages: str) -> list:
+    """The schedule written as one string per stage, as lists of the package's Action."""
+    from parallel import Action  # imported when called: the conftest also loads where the package may not
+
+    return [[Action(tok[0], int(tok[1:])) for tok in stage.split()] for stage in stages]

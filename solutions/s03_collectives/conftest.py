@@ -60,9 +60,8 @@ def offset(sizes: list[int], rank: int) -> int:
 def all_reduce_on_rank(algorithm: str, kind: str, shapes: list[tuple[int, ...]]) -> list[list]:
     """For each shape: [the input tensor after the package's in-place all-reduce, the library's
     all_reduce of a copy of the input (the oracle), whether the package returned the input itself]."""
-    import torch.distributed as dist
-
     import collectives
+    import torch.distributed as dist
 
     fn = getattr(collectives, ALL_REDUCES[algorithm])
     out = []
@@ -81,7 +80,6 @@ def gather_scatter_on_rank(cases: list[list]) -> list[list]:
     library's all_gather of shards padded to the longest, ring_reduce_scatter(x, sizes) of a tagged
     x, the library's reduce_scatter of the same blocks]."""
     import torch.distributed as dist
-
     from collectives import ring_all_gather, ring_reduce_scatter
 
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -108,7 +106,6 @@ def all_to_all_on_rank(cases: list[list]) -> list[list]:
     """cases: [splits, width] with splits[s][d] the rows rank s sends rank d. For each: [the
     package's all_to_all, the library's all_to_all_single on the same rows]."""
     import torch.distributed as dist
-
     from collectives import all_to_all
 
     rank, world = dist.get_rank(), dist.get_world_size()

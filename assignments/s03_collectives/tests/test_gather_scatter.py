@@ -5,7 +5,6 @@ oracles, inside oracle() on every rank) and tags recomputed here: a misrouted ro
 from __future__ import annotations
 
 import pytest
-
 from conftest import all_to_all_on_rank, check_all_to_all, check_gather_scatter, gather_scatter_on_rank
 
 # [rows of each rank's block, width (0: 1-d)]

@@ -5,7 +5,6 @@ x[i] = i * 100000 + 10**r, so a wrong element says which ranks' elements went in
 from __future__ import annotations
 
 import pytest
-
 from conftest import all_reduce_on_rank, check_all_reduce
 
 # Sizes that divide by the world, that do not, smaller than the world, and 2-d.

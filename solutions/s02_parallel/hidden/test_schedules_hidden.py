@@ -5,22 +5,14 @@ limit exactly met, odd validator inputs, and timelines with unequal forward and 
 from __future__ import annotations
 
 import pytest
+from conftest import actions, rows
 from parallel import (
-    Action,
     afab_schedule,
     bubble_fraction,
     one_f_one_b_schedule,
     simulate_schedule,
     validate_schedule,
 )
-
-
-def rows(schedule) -> list[str]:
-    return [" ".join(f"{a.kind}{a.microbatch}" for a in stage) for stage in schedule]
-
-
-def actions(*stages: str) -> list[list[Action]]:
-    return [[Action(tok[0], int(tok[1:])) for tok in stage.split()] for stage in stages]
 
 
 @pytest.mark.points(2)

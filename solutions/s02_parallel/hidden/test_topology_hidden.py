@@ -8,9 +8,9 @@ import math
 
 import pytest
 import torch
+from conftest import KINDS, oracle_groups, sizes_of
 from parallel import ParallelConfig, build_groups, group_ranks, rank_coords, rank_of
 
-from conftest import DECODER_AXES, EXPERT_AXES, KINDS, oracle_groups, sizes_of
 
 @pytest.mark.points(2)
 def test_a_world_of_one_has_one_group_of_every_kind():

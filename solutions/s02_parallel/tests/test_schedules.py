@@ -9,24 +9,14 @@ and the other stage's action it waits for), and the closed form (p - 1) / (m + p
 from __future__ import annotations
 
 import pytest
+from conftest import actions, rows
 from parallel import (
-    Action,
     afab_schedule,
     bubble_fraction,
     one_f_one_b_schedule,
     simulate_schedule,
     validate_schedule,
 )
-
-
-def rows(schedule) -> list[str]:
-    """A schedule as one string per stage, e.g. "F0 F1 B0 B1"."""
-    return [" ".join(f"{a.kind}{a.microbatch}" for a in stage) for stage in schedule]
-
-
-def actions(*stages: str) -> list[list[Action]]:
-    """The schedule written as one string per stage."""
-    return [[Action(tok[0], int(tok[1:])) for tok in stage.split()] for stage in stages]
 
 
 def replay(stages: list[str], tf: float, tb: float) -> list[list[float]] | None:

@@ -7,13 +7,11 @@ example; and, on four gloo ranks, torch's DeviceMesh over the same grid.
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
+from conftest import DECODER_AXES, EXPERT_AXES, KINDS, oracle_groups, sizes_of
 from parallel import ParallelConfig, build_groups, group_ranks, rank_coords, rank_of
 
-from conftest import DECODER_AXES, EXPERT_AXES, KINDS, oracle_groups, sizes_of
 
 def oracle_coords(sizes: dict[str, int], rank: int) -> tuple[int, ...]:
     """(tp, cp, dp, pp, ep, edp) of `rank`: its index in each grid."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from collectives import (
     LinkModel,
     best_all_reduce,

@@ -4,7 +4,6 @@ ranks, blocks of zero rows, all-to-all splits that are empty for some or all pai
 from __future__ import annotations
 
 import pytest
-
 from conftest import (
     all_reduce_on_rank,
     all_to_all_on_rank,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import check_sum, expected_sum, sum_input
 
 N = 2**22 + 3  # odd: the ring's two blocks differ by one element
@@ -16,7 +15,6 @@ BIG = 10**8  # wide tags: row j of rank r is r * BIG + j; all-to-all row k from 
 
 def large_on_rank() -> list:
     import torch.distributed as dist
-
     from collectives import all_to_all, recursive_doubling_all_reduce, ring_all_gather, ring_all_reduce
 
     rank = dist.get_rank()

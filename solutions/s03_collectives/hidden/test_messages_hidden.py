@@ -6,7 +6,6 @@ miss the point of the exercise and the cost the model assigns it."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import sends_recorded
 
 N = 1003  # chunk_sizes(1003, 4) == [251, 251, 251, 250]: the remainder spread over the first blocks
@@ -16,7 +15,6 @@ SPLITS = [[1, 2, 3, 4], [5, 6, 7, 8], [2, 4, 6, 8], [3, 1, 4, 1]]
 def messages_on_rank() -> dict:
     import torch
     import torch.distributed as dist
-
     from collectives import all_to_all, recursive_doubling_all_reduce, ring_all_reduce
 
     rank = dist.get_rank()

@@ -8,7 +8,6 @@ yet) the test is "not graded here", and on a machine with fewer than two GPUs to
 from __future__ import annotations
 
 import pytest
-
 from conftest import check_sum, expected_sum
 
 N = 16 * 2**20  # float32 elements: S = 64 MiB
@@ -18,11 +17,11 @@ CHECK = 2**20 + 1  # int64 elements of the exactness check, odd: uneven ring blo
 def busbw_on_rank() -> list:
     import torch
     import torch.distributed as dist
+    from collectives import ring_all_reduce
+    from conftest import sum_input
 
     from autograder.testing import oracle
     from autograder.timing import measure
-    from collectives import ring_all_reduce
-    from conftest import sum_input
 
     device = torch.device("cuda", torch.cuda.current_device())
     check = sum_input("int", dist.get_rank(), (CHECK,)).to(device)

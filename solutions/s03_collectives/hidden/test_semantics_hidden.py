@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import check_sum, expected_sum, sum_input
 
 
@@ -14,9 +13,8 @@ def views_on_rank(algorithm: str) -> list:
     """[base after all-reducing its transpose (5, 7) -> (7, 5) view, the slice big[3:10] and big
     after all-reducing the slice, whether each call returned its input, the inputs of the other
     collectives after the calls, and before them]."""
-    import torch.distributed as dist
-
     import collectives
+    import torch.distributed as dist
     from conftest import ALL_REDUCES, a2a_input, gather_input
 
     fn = getattr(collectives, ALL_REDUCES[algorithm])
@@ -41,7 +39,6 @@ def views_on_rank(algorithm: str) -> list:
 def bad_sizes_on_rank() -> list[str]:
     """Calls whose sizes cannot fit on every rank alike; the name of what each raised."""
     import torch.distributed as dist
-
     from collectives import all_to_all, ring_all_gather, ring_reduce_scatter
 
     rank = dist.get_rank()

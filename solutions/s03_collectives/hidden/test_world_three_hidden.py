@@ -6,15 +6,14 @@ copies it; doubling partners add a + b and b + a, equal in IEEE arithmetic)."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import (
-    sends_recorded,
     all_reduce_on_rank,
     all_to_all_on_rank,
     check_all_reduce,
     check_all_to_all,
     check_gather_scatter,
     gather_scatter_on_rank,
+    sends_recorded,
 )
 
 INT_SHAPES = [(1,), (2,), (3,), (4,), (1000,), (5, 7)]
@@ -26,7 +25,6 @@ A2A_CASES = [[[[1, 2, 3], [4, 5, 6], [7, 8, 9]], 0], [[[0, 3, 1], [2, 0, 5], [1,
 def doubling_sends_on_rank(n: int) -> list:
     """[peer, elements] of each message recursive doubling sends from this rank, for n elements."""
     import torch
-
     from collectives import recursive_doubling_all_reduce
 
     records: list = []

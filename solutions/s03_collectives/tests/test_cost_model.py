@@ -7,7 +7,6 @@ import math
 
 import pytest
 import torch
-
 from collectives import (
     LinkModel,
     algbw,
