@@ -240,8 +240,9 @@ def pipeline_on_rank(weights, biases, x, y, runs):
             actions = (one_f_one_b_schedule if source == "1f1b" else afab_schedule)(p, m)[stage]
         with counting_collectives() as counts:
             losses = run_schedule(module, actions, stage=stage, num_stages=p,
-                                  inputs=list(x[: m * MICRO].chunk(m)) if stage == 0 else None,
-                                  targets=list(y[: m * MICRO].chunk(m)) if stage == p - 1 else None,
+                                  # every micro-batch of x and y, often more than the m it runs
+                                  inputs=list(x.split(MICRO)) if stage == 0 else None,
+                                  targets=list(y.split(MICRO)) if stage == p - 1 else None,
                                   loss_fn=F.mse_loss, activation_shape=(MICRO, WIDTH), stage_ranks=order)
         results.append({"stage": stage, "grads": [prm.grad for prm in module.parameters()], "losses": losses,
                         "events": "".join(events), "ran": "".join(a.kind for a in actions),

@@ -53,6 +53,23 @@ def test_one_layer_per_stage_and_uneven_stages():
 
 
 @pytest.mark.points(2)
+def test_uneven_vocabulary_shards_and_zero_partitions_round_up():
+    """A vocabulary of 37 over tp = 2 and 4 (the rank with the most rows), and ZeRO over dp = 3 and 7,
+    which divide no stage's count: each rank's share is ceil(N / dp), by the meta-model oracle."""
+    for cfg, splits in ((TIED, ((2, 1, 3), (4, 2, 7), (2, 2, 3))), (HEAD_DIM, ((2, 1, 7), (2, 2, 3)))):
+        for tp, pp, dp in splits:
+            for zero in (1, 2, 3):
+                plan = TrainingPlan(dp=dp, tp=tp, pp=pp, zero_stage=zero)
+                for stage in range(pp):
+                    want = zero_bytes(cfg, dp=dp, tp=tp, pp=pp, stage=stage, zero=zero)
+                    got = memory_per_rank(cfg, plan, stage)
+                    what = f"vocab {cfg['vocab_size']}, dp={dp} tp={tp} pp={pp}, ZeRO-{zero}, stage {stage}"
+                    assert parameters_per_rank(cfg, plan, stage) == want["parameters"], what
+                    assert (got.weights, got.gradients, got.optimizer) == \
+                        (want["weights"], want["gradients"], want["optimizer"]), what
+
+
+@pytest.mark.points(2)
 def test_afab_keeps_every_microbatch_and_1f1b_at_most_pp_minus_stage():
     small = dict(TIED, tie_word_embeddings=False)
     for schedule, m in (("afab", 6), ("1f1b", 6), ("1f1b", 2)):
