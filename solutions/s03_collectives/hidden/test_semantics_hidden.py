@@ -52,6 +52,9 @@ def bad_sizes_on_rank() -> list[str]:
         "all_to_all(x of 5 rows, [2, 2], [2, 2])": lambda: all_to_all(rows[:5], [2, 2], [2, 2]),
         "all_to_all(x, [2, 2], [3, 3]): own block 2 rows sent, 3 expected": lambda: all_to_all(rows[:4], [2, 2], [3, 3]),
         "all_to_all(x, [-1, 5], [2, 2])": lambda: all_to_all(rows[:4], [-1, 5], [2, 2]),
+        # lengths right, sums right, own block consistent: only the sign check refuses it
+        "all_to_all(x, a -1 split to the other rank, 5 rows kept)": lambda: all_to_all(
+            rows[:4], [5, -1] if rank == 0 else [-1, 5], [5, 0] if rank == 0 else [0, 5]),
         "all_to_all(x, [4], [4]) on 2 ranks": lambda: all_to_all(rows[:4], [4], [4]),
     }
     raised = []
