@@ -64,7 +64,10 @@ def test_quantize_fp8_validates_its_input():
 
 @pytest.mark.points(2)
 @pytest.mark.parametrize(
-    "xt, wt", [((1, 320), (128, 128)), ((1, 128), (64, 64)), ((80, 320), (1, 320)), ((1, 64), (320, 320))]
+    "xt, wt", [((1, 320), (128, 128)), ((1, 128), (64, 64)), ((80, 320), (1, 320)), ((1, 64), (320, 320)),
+               # w's scale column is found by w's K side (tile[1]): a per-token w and a 64 x 128 tile
+               # (rows and columns differ) read the wrong column, or none, by its row side
+               ((1, 128), (1, 320)), ((1, 128), (64, 128))]
 )
 def test_fp8_linear_with_mixed_recipes_and_ragged_k(oracles, tol, xt, wt):
     gen = torch.Generator().manual_seed(5)

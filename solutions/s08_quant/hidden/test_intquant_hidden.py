@@ -119,3 +119,13 @@ def test_quantize_refuses_integer_and_zero_dim_inputs():
         quantize(torch.arange(8), cfg)
     with pytest.raises(ValueError):
         quantize(torch.tensor(1.0), cfg)
+
+
+@pytest.mark.points(1)
+def test_codes_divide_by_the_scale(oracles, tol):
+    """0.005905511811023623 / (0.3 / 127) rounds to 3, but times the rounded reciprocal to 2: the
+    handout's `x / scale` is what the codes must follow."""
+    x = torch.tensor([0.3, 0.005905511811023623], dtype=torch.float64)
+    cfg = IntQuantConfig(8, True, "tensor", None)
+    check_against_oracle(x, cfg, oracles, tol)
+    assert quantize(x, cfg).q.tolist() == [127, 3]

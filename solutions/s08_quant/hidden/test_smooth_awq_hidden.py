@@ -7,6 +7,7 @@ from quant import (
     IntQuantConfig,
     apply_smoothing,
     awq_fake_quant_weight,
+    awq_scales,
     awq_search,
     channel_absmax,
     output_error,
@@ -121,3 +122,27 @@ def test_output_error_is_the_mean_squared_output_difference(tol):
 def test_awq_search_validates_the_grid():
     with pytest.raises(ValueError):
         awq_search(torch.randn(4, 128), torch.randn(4, 128), INT4_G128, grid=0)
+
+
+@pytest.mark.points(1)
+def test_awq_search_keeps_the_first_alpha_of_a_tie():
+    """Every channel with the same mean |x|: every alpha gives s = 1 and the same error, so the
+    first grid point (alpha = 0) must be kept."""
+    x = torch.ones(16, 256) * torch.tensor([1.0, -1.0]).repeat(128)
+    w = torch.randn(8, 256, generator=torch.Generator().manual_seed(3))
+    result = awq_search(x, w, INT4_G128, grid=4)
+    assert len(set(result.errors)) == 1, result.errors  # the tie this test is about
+    assert result.alpha == 0.0
+
+
+@pytest.mark.points(1)
+def test_awq_scales_average_over_every_dim_but_the_last():
+    """x (B, T, K): m = mean |x| over B and T (the oracle: the handout's formula on the flattened rows)."""
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(4), dtype=torch.float64) * torch.arange(1, 9)
+    for alpha in (0.25, 0.5, 1.0):
+        m = x.abs().reshape(-1, 8).mean(0)
+        s = torch.clamp(m**alpha, min=1e-4)
+        s = s / torch.sqrt(s.max() * s.min())
+        got = awq_scales(x, alpha)
+        assert got.shape == (8,)
+        torch.testing.assert_close(got, s, rtol=1e-12, atol=0)  # same formula, same dtype: rounding only
