@@ -71,6 +71,9 @@ def test_timeline_of_three_stages_with_slow_backwards_by_hand():
 def test_simulate_refuses_a_backward_waiting_for_a_forward_that_never_runs():
     with pytest.raises(ValueError):
         simulate_schedule(actions("F0 F1 B0 B1", "F0 B0 B1"))
+    for times in ((1.0, 0.0), (0.0, 2.0), (-1.0, 2.0), (1.0, -2.0)):  # each time alone must be positive
+        with pytest.raises(ValueError):
+            simulate_schedule(actions("F0 B0"), forward_time=times[0], backward_time=times[1])
 
 
 @pytest.mark.points(1)
