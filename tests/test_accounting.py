@@ -164,7 +164,7 @@ def test_spec_reads_and_validates_the_accounting_table():
         parse_spec({**head, "accounting": {"forbidden_ops": ["mm"]}})
     with pytest.raises(ValueError, match="not inside package"):
         parse_spec({**head, "accounting": {"require_kernels": ["other"]}})
-    with pytest.raises(ValueError, match="unknown keys"):
+    with pytest.raises(ValueError, match=r"\[accounting\]: unknown key 'forbid'"):
         parse_spec({**head, "accounting": {"forbid": ["aten::mm"]}})
 
 

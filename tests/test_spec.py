@@ -36,7 +36,7 @@ def test_valid_spec_parses_into_typed_fields():
     ({"assignment__editable": ["../etc/*"]}, "inside the assignment"),
     ({"limits__memory_mb": 10}, "below 256"),
     ({"limits__file_timeout_s": 1}, "at least test_timeout_s"),
-    ({"limits__walltime": 1}, "unknown keys"),
+    ({"limits__walltime": 1}, r"\[limits\]: unknown key .walltime."),
 ])
 def test_invalid_spec_names_the_problem(changes, message):
     with pytest.raises(ValueError, match=message):
@@ -44,9 +44,9 @@ def test_invalid_spec_names_the_problem(changes, message):
 
 
 @pytest.mark.parametrize("entry, message", [
-    ({"rtol": 1e-5}, "rtol = x, atol = y"),
-    ({"rtol": 1e-5, "atol": 1e-6, "tolerance": 1}, "rtol = x, atol = y"),
-    ({"rtol": "1e-5", "atol": 1e-6}, "expected"),
+    ({"rtol": 1e-5}, "'atol' is a required property"),
+    ({"rtol": 1e-5, "atol": 1e-6, "tolerance": 1}, "unknown key 'tolerance'"),
+    ({"rtol": "1e-5", "atol": 1e-6}, "is not of type 'number'"),
     ({"rtol": -1e-5, "atol": 1e-6}, "finite number >= 0"),
     ({"rtol": 1e-5, "atol": float("inf")}, "finite number >= 0"),
 ])
@@ -124,3 +124,28 @@ def test_a_tolerance_no_test_uses_is_reported(demo_course):
     test = demo_course.solutions / "s00_demo" / "tests" / "test_uses_tol.py"
     test.write_text('def test_x():\n    assert "sum, fp32"\n')
     assert not any("no test uses it" in f for f in check_handout(demo_course, "s00_demo"))
+
+
+HEAD = '[assignment]\nid = "s00_x"\ntitle = "t"\nstage = 0\npackage = "x"\neditable = ["x/*.py"]\n'
+
+
+@pytest.mark.parametrize(("toml", "message"), [
+    ('[assignment]\nid = "s00_x"\ntitle = "t"\nstage = 0\npackage = "x"\neditabel = ["x/*.py"]\n',
+     r"\[assignment\]: unknown key 'editabel'; did you mean 'editable'\?"),
+    (HEAD + '[limit]\ntest_timeout_s = 5\n', r"unknown table 'limit'; did you mean 'limits'\?"),
+    (HEAD + '[perf.speed]\nbeter = "lower"\n', r"\[perf.speed\]: unknown key 'beter'; did you mean 'better'\?"),
+    (HEAD + '[perf.speed.thresholds]\nh2000 = { pass = 1, full = 2 }\n',
+     r"no hardware is tagged 'h2000'; did you mean 'h200'\?"),
+    (HEAD + '[tolerances]\n"x" = { rtol = 0, atoll = 0 }\n', r"unknown key 'atoll'; did you mean 'atol'\?"),
+    (HEAD + '[[given]]\npackge = "y"\nsolves = "s00_y"\n', r"\[\[given\]\] #1: unknown key 'packge'; did you mean 'package'\?"),
+    (HEAD + '[limits]\nmemory_mb = "4096"\n', r"\[limits.memory_mb\]: '4096' is not of type 'integer'"),
+])
+def test_a_typo_in_assignment_toml_is_an_error_naming_the_file_and_the_nearest_key(tmp_path, toml, message):
+    """A misspelt key would otherwise drop silently: limits ignored, a metric graded the wrong way, a bar
+    on a tag no machine has (never graded). The error names the file, the table and the valid name."""
+    folder = tmp_path / "s00_x"
+    folder.mkdir()
+    (folder / "assignment.toml").write_text(toml)
+    with pytest.raises(GraderError, match=message) as caught:
+        load_spec(folder / "assignment.toml")
+    assert str(folder / "assignment.toml") in str(caught.value)

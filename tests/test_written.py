@@ -114,7 +114,7 @@ def test_answer_text_ignores_the_question_headings_and_comments():
     ({"id": "Bad-Id", "points": 1, "question": "q"}, "lowercase"),
     ({"id": "q", "points": 0, "question": "q"}, "points must be > 0"),
     ({"id": "q", "points": 1, "question": "  "}, "question is empty"),
-    ({"id": "q", "points": 1, "question": "q", "rubric": "x"}, "unknown keys"),
+    ({"id": "q", "points": 1, "question": "q", "rubric": "x"}, r"\[\[written\]\] #1: unknown key 'rubric'"),
 ])
 def test_a_malformed_written_question_is_rejected(entry, message):
     data = {"assignment": {"id": "s00_x", "title": "t", "stage": 0, "package": "x", "editable": ["x/*.py"]},
