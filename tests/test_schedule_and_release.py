@@ -116,3 +116,35 @@ def test_check_names_a_broken_variant_whose_text_is_gone(demo_course):
     mutants.write_text(mutants.read_text().replace("return a + b", "return a * b"))
     (problem,) = check_mutants(demo_course, "s00_demo")
     assert "mutant 'sub'" in problem and "occurs 0 times in demo/ops.py" in problem
+
+
+def test_week_two_ships_only_what_is_out_by_week_two(repo_course, tmp_path):
+    """The stage notes of the released stages only, without their instructor section (hidden test files,
+    mutants); the schedule's weeks 1..2, which `autograder schedule` reads inside the release; no GPU-runner
+    scripts (calibration and CI are the instructor's)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "week2"
+    ids = build_release(course=repo_course, week=2, out=out)
+    stages = {repo_course.spec(aid).stage for aid in ids}
+    notes = sorted(p.name for p in (out / "course" / "stages").iterdir())
+    assert notes and all(int(name[:2]) in stages for name in notes), (notes, stages)
+    for note in notes:
+        text = (out / "course" / "stages" / note).read_text()
+        assert "Which tests check what" not in text and "mutants.toml" not in text and "_hidden.py" not in text, note
+    assert not (out / "gpu_runners").exists()
+    listed = subprocess.run([sys.executable, "-m", "autograder", "schedule"], cwd=out, capture_output=True, text=True,
+                            env={"PYTHONPATH": str(out), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    assert [line.split()[1].rstrip(":") for line in listed.stdout.splitlines() if line.startswith("week ")] == ["1", "2"]
+    assert all(aid in listed.stdout for aid in ids)
+
+
+def test_a_stage_notes_instructor_section_is_cut_up_to_the_next_heading():
+    from autograder.authoring.release import student_note
+
+    note = "# S\n\n## Goals\ng\n\n## Which tests check what (`s0`)\n| t | `hidden/x.py` |\n\n## After\na\n"
+    assert student_note(note) == "# S\n\n## Goals\ng\n\n## After\na\n"
+    assert student_note("# S\n\n## Which tests check what\nx\n") == "# S\n"
+    assert student_note("# S\n") == "# S\n"

@@ -1,10 +1,14 @@
 """Build the student release of weeks 1..N: the generated assignments, the grader, the course notes.
 
-No `solutions/`, no hidden tests, no mutants: invariant 4 is checked on the folder it writes.
+No `solutions/`, no hidden tests, no mutants: invariant 4 is checked on the folder it writes. Only
+what is out by week N: the stage notes of the stages released so far (without their instructor
+section, which names hidden test files and the mutants), the schedule's weeks 1..N; no GPU-runner
+scripts (calibration and CI are the instructor's).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -14,9 +18,9 @@ from autograder.host.course_files import INSTRUCTOR_ONLY, ignore
 from autograder.host.errors import GraderError
 from autograder.host.repo import Course
 
-SHIPPED = ("README.md", "Makefile", "pyproject.toml", ".gitignore", "autograder", "course", "datasets",
-           "coursedata", "gpu_runners")
+SHIPPED = ("README.md", "Makefile", "pyproject.toml", ".gitignore", "autograder", "datasets", "coursedata")
 IGNORED = ignore(*INSTRUCTOR_ONLY)
+INSTRUCTOR_SECTION = "## Which tests check what"  # the last section of a stage note: hidden files, mutants
 
 
 def build_release(*, course: Course, week: int, out: Path) -> list[str]:
@@ -38,9 +42,44 @@ def build_release(*, course: Course, week: int, out: Path) -> list[str]:
             shutil.copytree(source, out / name, ignore=IGNORED)
         elif source.is_file():
             shutil.copy2(source, out / name)
+    _ship_course_notes(course, {course.spec(aid).stage for aid in ids}, schedule_text(course, week), out)
     for aid in ids:
         shutil.copytree(course.assignments / aid, out / "assignments" / aid, ignore=IGNORED)
     if leaks := leaked_solutions(out / "assignments"):
         shutil.rmtree(out)
         raise GraderError(f"the release would leak: {', '.join(leaks[:5])}")
     return ids
+
+
+def _ship_course_notes(course: Course, stages: set[int], schedule: str, out: Path) -> None:
+    """course/ as of week N: the notes of the released stages, weeks 1..N of the schedule."""
+    source = course.root / "course"
+    if not source.is_dir():
+        return
+    shutil.copytree(source, out / "course", ignore=ignore(*INSTRUCTOR_ONLY, "stages", "schedule.toml"))
+    (out / "course" / "schedule.toml").write_text(schedule)
+    (out / "course" / "stages").mkdir()
+    for note in sorted((source / "stages").glob("*.md")):
+        if (m := re.match(r"(\d+)-", note.name)) and int(m.group(1)) in stages:
+            (out / "course" / "stages" / note.name).write_text(student_note(note.read_text()))
+
+
+def student_note(text: str) -> str:
+    """A stage note without its instructor section (from its heading to the next one, or the end)."""
+    start = text.find("\n" + INSTRUCTOR_SECTION)
+    if start < 0:
+        return text
+    end = text.find("\n## ", start + 1)
+    return text[: start + 1].rstrip("\n") + "\n" + (text[end:] if end >= 0 else "")
+
+
+def schedule_text(course: Course, week: int) -> str:
+    """course/schedule.toml cut after week N: its header and the paragraphs (comment + [[week]]) of
+    weeks 1..N, so `autograder schedule` in the release lists what is out and nothing later."""
+    text = (course.root / "course" / "schedule.toml").read_text()
+    kept = []
+    for paragraph in text.split("\n\n"):
+        number = re.search(r"^number\s*=\s*(\d+)", paragraph, re.MULTILINE)
+        if "[[week]]" not in paragraph or (number and int(number.group(1)) <= week):
+            kept.append(paragraph.strip("\n"))
+    return "\n\n".join(kept) + "\n"
