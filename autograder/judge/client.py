@@ -309,6 +309,9 @@ class WorkerClient:
         weakref.finalize(proxy, self.release_later, generation, rid, cell)
 
 
+SUBMISSION_LINE = "in your code: "
+
+
 def remote_exception(info: Any) -> BaseException:
     """The judge's exception for what the worker raised (never a pytest outcome or an interrupt)."""
     if type(info) is not dict:
@@ -324,6 +327,9 @@ def remote_exception(info: Any) -> BaseException:
     tb = str(info.get("traceback", ""))
     if isinstance(exc, RemoteError):
         exc.remote_traceback = tb
+    where = str(info.get("where", ""))[:500]
+    if where:  # the student's line: what the test's reason shows (autograder.judge.plugin)
+        exc.add_note(f"{SUBMISSION_LINE}{where}")
     if tb:
         exc.add_note(f"raised in the submission's process:\n{tb}")
     return exc

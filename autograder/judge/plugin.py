@@ -28,7 +28,7 @@ import pytest
 
 from autograder.hardware import cuda_device_count, has_cuda
 from autograder.judge import importer
-from autograder.judge.client import WorkerClient
+from autograder.judge.client import SUBMISSION_LINE, WorkerClient
 from autograder.judge.ranks import RankGroup, become_subreaper
 from autograder.protocol.messages import RecordKind, Status
 from autograder.protocol.rules import AccountingRules, Ledger, verdict
@@ -77,6 +77,7 @@ class _TestState:
     not_graded: str = ""
     duration: float = 0.0
     violation: str = ""  # what the op / kernel accounting found; fails the test whatever pytest says
+    failure: str = ""  # one line on why the body raised: the report's reason for a failed test
 
 
 class Perf:
@@ -286,6 +287,7 @@ class _Recorder:
             return (yield)
         except BaseException as exc:
             state.call_raised = f"{type(exc).__name__}"
+            state.failure = failure_reason(exc)
             raise
         finally:
             state.violation = self._end_in_worker(state, required)
@@ -344,6 +346,20 @@ class _Recorder:
         self._emit({"kind": RecordKind.SESSION_END.value, "exitstatus": int(session.exitstatus)})
 
 
+def failure_reason(exc: BaseException, limit: int = 400) -> str:
+    """One line for the report: the exception and its message's first line, the student's own line
+    when the submission raised it, and Hypothesis's falsifying example when there is one."""
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    parts = [f"{type(exc).__name__}: {lines[0].strip()}" if lines else type(exc).__name__]
+    for note in getattr(exc, "__notes__", ()):
+        if isinstance(note, str) and note.startswith(SUBMISSION_LINE):
+            parts.append(note.splitlines()[0])
+        elif isinstance(note, str) and note.startswith("Falsifying example"):
+            parts.append(" ".join(part.strip() for part in note.splitlines()))
+    text = "; ".join(parts)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _verdict(state: _TestState) -> tuple[str, str]:
     """(status, reason) from the three independent views of what happened."""
     if state.setup == "skipped":
@@ -355,7 +371,7 @@ def _verdict(state: _TestState) -> tuple[str, str]:
     if state.call == "skipped":
         return Status.FAILED.value, "the test was skipped from inside its body; that counts as a failure"
     if state.call != "passed":  # pytest's outcome
-        return Status.FAILED.value, ""
+        return Status.FAILED.value, state.failure
     if state.call_raised or not (state.entered and state.completed):
         return Status.FAILED.value, "pytest reported a pass the test body never reached (tampering suspected)"
     if state.teardown == "failed":

@@ -24,6 +24,7 @@ from autograder.protocol.messages import CALL_REQUESTS, ENV_ROLE, ROLE_WORKER, O
 from autograder.protocol.rules import AccountingRules
 from autograder.protocol.wire import ProtocolError, expect, recv_frame, send_frame
 from autograder.worker import accounting, forbid, ranks
+from autograder.worker.blame import student_frame, student_paths
 from autograder.worker.refs import ObjectTable, WorkerCodec, exception_bases, qualified
 from autograder.worker.session import TestSession
 
@@ -228,9 +229,9 @@ def describe(exc: BaseException) -> dict[str, Any]:
         message = str(exc)
     except Exception:  # noqa: BLE001  a student exception whose __str__ raises
         message = f"<{name} whose message cannot be read>"
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-12))
+    text = student_paths("".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-12)))
     return {"type": name, "module": module, "bases": exception_bases(type(exc)), "message": message[:4000],
-            "traceback": text[-6000:]}
+            "traceback": text[-6000:], "where": student_frame(exc)}
 
 
 def _load_conftest() -> None:

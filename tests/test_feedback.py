@@ -1,0 +1,70 @@
+"""What a student reads when a test fails: one line that names the exception, its message and the line
+of their own code it came from (through a helper, and through Triton's interpreter, which wraps the real
+error), with paths as the student has them, never the grader's temporary copy; an assertion's message
+from the test itself."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from autograder.host.grade import grade_assignment
+from autograder.host.repo import Course
+
+OPS = '''"""Arithmetic the tests check."""
+
+
+def _divide(total, count):
+    return total / count
+
+
+def add(a: float, b: float) -> float:
+    """a + b."""
+    return a + b + 1
+
+
+def mean(xs: list[float]) -> float:
+    """Arithmetic mean; ValueError on an empty list."""
+    return _divide(sum(xs), len(xs) - 1)
+'''
+
+
+def _by_name(result) -> dict:
+    return {t.test.nodeid.split("::")[1]: t for t in result.tests}
+
+
+def test_a_failure_names_the_students_own_line_and_path(demo_course: Course, tmp_path: Path):
+    sub = tmp_path / "submission"
+    (sub / "demo").mkdir(parents=True)
+    (sub / "demo" / "__init__.py").write_text("from demo.ops import add, mean\n")
+    (sub / "demo" / "ops.py").write_text(OPS)
+    tests = _by_name(grade_assignment(course=demo_course, assignment_id="s00_demo", submission=sub))
+    crashed = tests["test_mean_matches_fsum[xs1-5.0]"]  # len 1 - 1 = 0: ZeroDivisionError in _divide
+    assert crashed.status == "failed"
+    assert crashed.reason.startswith("ZeroDivisionError: "), crashed.reason
+    assert "in your code: demo/ops.py:5: return total / count" in crashed.reason, crashed.reason
+    wrong = tests["test_add_small_integers"]  # the judge's own assertion: its message, no student line
+    assert wrong.status == "failed" and wrong.reason.startswith("AssertionError: assert 6 == 5"), wrong.reason
+    for t in tests.values():
+        assert not re.search(r"/tmp/autograder-[^/]+/batch\d+/demo", t.output), t.output
+
+
+def test_a_triton_interpreter_error_names_the_kernel_line(repo_course: Course, tmp_path: Path):
+    """A typo in a kernel body (tl.rsqrtt) surfaces as triton's InterpreterError raised deep inside
+    Triton; the reason still names the student's kernel line."""
+    sub = tmp_path / "submission"
+    kernels = repo_course.solutions / "s04_kernels" / "tritonkernels"
+    (sub / "tritonkernels").mkdir(parents=True)
+    for path in kernels.glob("*.py"):
+        (sub / "tritonkernels" / path.name).write_text(path.read_text())
+    source = (sub / "tritonkernels" / "rmsnorm.py").read_text()
+    assert source.count("rstd = 1.0 / tl.sqrt(mean_sq + eps)") == 1
+    source = source.replace("rstd = 1.0 / tl.sqrt(mean_sq + eps)", "rstd = tl.rsqrtt(mean_sq + eps)")
+    (sub / "tritonkernels" / "rmsnorm.py").write_text(source)
+    line = source.splitlines().index("    rstd = tl.rsqrtt(mean_sq + eps)") + 1
+    result = grade_assignment(course=repo_course, assignment_id="s04_kernels", submission=sub,
+                              only_files=["tests/test_rmsnorm.py"], probe=False)
+    failed = [t for t in result.tests if t.status == "failed"]
+    assert failed
+    for t in failed:
+        assert "rsqrtt" in t.reason and f"in your code: tritonkernels/rmsnorm.py:{line}: " in t.reason, t.reason
