@@ -9,7 +9,9 @@ A      ?=
 SOLUTION ?=
 MAX    ?= 40
 MUTATION_STAMP := $(VENV)/.mutation-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
-GRADE_FLAGS := $(if $(SOLUTION),--solution,) --json results/results.json --junit results/junit.xml --markdown results/summary.md
+# One folder per assignment (and per reference run), so grading one never overwrites another's results.
+RESULTS := results/$(if $(A),$(subst $(eval) ,+,$(strip $(A))),all)$(if $(SOLUTION),-solution,)
+GRADE_FLAGS := $(if $(SOLUTION),--solution,) --json $(RESULTS)/results.json --junit $(RESULTS)/junit.xml --markdown $(RESULTS)/summary.md
 
 .PHONY: grade test assignments check setup datasets datasets-check clean help release mutation figures
 
@@ -30,7 +32,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 grade: $(STAMP)
-	@mkdir -p results
+	@mkdir -p $(RESULTS)
 	$(PY) -m autograder grade $(A) $(GRADE_FLAGS)
 
 test: $(STAMP)
