@@ -68,3 +68,15 @@ def test_a_triton_interpreter_error_names_the_kernel_line(repo_course: Course, t
     assert failed
     for t in failed:
         assert "rsqrtt" in t.reason and f"in your code: tritonkernels/rmsnorm.py:{line}: " in t.reason, t.reason
+
+
+def test_parameter_ids_read_as_what_they_mean():
+    """bf16, not dtype1; 3x7x33, not shape2; anything else keeps pytest's own id."""
+    import torch
+
+    from autograder.judge.feedback import parameter_id
+
+    assert [parameter_id(d) for d in (torch.bfloat16, torch.float16, torch.float32, torch.int8)] == \
+        ["bf16", "fp16", "fp32", "int8"]
+    assert parameter_id((3, 7, 33)) == "3x7x33" and parameter_id((5000,)) == "5000"
+    assert parameter_id(()) is None and parameter_id((1.5, 2)) is None and parameter_id("x") is None

@@ -28,7 +28,8 @@ import pytest
 
 from autograder.hardware import cuda_device_count, has_cuda
 from autograder.judge import importer
-from autograder.judge.client import SUBMISSION_LINE, WorkerClient
+from autograder.judge.client import WorkerClient
+from autograder.judge.feedback import failure_reason, parameter_id
 from autograder.judge.ranks import RankGroup, become_subreaper
 from autograder.protocol.messages import RecordKind, Status
 from autograder.protocol.rules import AccountingRules, Ledger, verdict
@@ -126,6 +127,10 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         _client = WorkerClient(package)
         importer.install(package, _client, given)
         _client.start()
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    return parameter_id(val)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -344,20 +349,6 @@ class _Recorder:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self._emit({"kind": RecordKind.SESSION_END.value, "exitstatus": int(session.exitstatus)})
-
-
-def failure_reason(exc: BaseException, limit: int = 400) -> str:
-    """One line for the report: the exception and its message's first line, the student's own line
-    when the submission raised it, and Hypothesis's falsifying example when there is one."""
-    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-    parts = [f"{type(exc).__name__}: {lines[0].strip()}" if lines else type(exc).__name__]
-    for note in getattr(exc, "__notes__", ()):
-        if isinstance(note, str) and note.startswith(SUBMISSION_LINE):
-            parts.append(note.splitlines()[0])
-        elif isinstance(note, str) and note.startswith("Falsifying example"):
-            parts.append(" ".join(part.strip() for part in note.splitlines()))
-    text = "; ".join(parts)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _verdict(state: _TestState) -> tuple[str, str]:
