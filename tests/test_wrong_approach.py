@@ -166,3 +166,21 @@ def test_wrong_approaches_earn_nothing_on_the_gpu(case, aid, base, tmp_path):
     if base == "stub":
         score, max_score = _code_score(result.tests)
         assert score <= 0.1 * max_score, f"{score}/{max_score}"
+
+
+def test_dequantize_then_matmul_earns_nothing_for_the_w4a16_kernel(tmp_path):
+    """Over the reference: w4a16_matmul unpacks the 4-bit weight in torch and calls matmul. Its answers
+    are right; every kernel test loses its points to the accounting, and GPTQ's and the packing's tests
+    (torch code by design) keep theirs."""
+    aid = "p3_gptq"
+    sub = _submission(tmp_path, aid, "p3_torch_dequant", "reference")
+    unchecked, _ = _grade(sub, aid, accounting=False)
+    assert unchecked.score == unchecked.max_score, [t.reason for t in unchecked.tests if t.graded and not t.score]
+    result, graded = _grade(sub, aid, accounting=True)
+    kernel_tests = [t for t in graded if "w4a16" in t.test.file]
+    gemm = [t for t in kernel_tests if t.score < t.test.points]  # the ones that multiply: refused
+    assert all(t.score == 0 and any(r in t.reason for r in ACCOUNTING_REASONS) for t in gemm), gemm[0].reason
+    kept = sum(t.score for t in kernel_tests)  # argument checks, empty inputs, the split-K choice
+    assert kept <= 0.25 * sum(t.test.points for t in kernel_tests), [t.test.nodeid for t in kernel_tests if t.score]
+    others = [t for t in graded if "w4a16" not in t.test.file]
+    assert others and all(t.score == t.test.points for t in others), [t.test.nodeid for t in others if not t.score]

@@ -1,0 +1,156 @@
+"""W4A16 GEMM for GPTQ-packed 4-bit weights (the v1 layout of pack.py, as AutoGPTQ and vLLM read it).
+
+    C (M, N) = A (M, K) @ W^T,   W (N out, K in) dequantized inside the GEMM, fp32 accumulation.
+
+Layout (see pack.py):
+    qweight int32 (K/8, N)  eight 4-bit codes of input rows 8j..8j+7; row 8j+t in bits 4t..4t+3
+    qzeros  int32 (G, N/8)  (zero - 1) packed along N the same way; column 8c+t in bits 4t..4t+3
+    scales  fp16  (G, N)
+    g_idx   int32 (K,)      group of input channel k (not contiguous under act-order)
+    W[n, k] = scales[g, n] * (code[k, n] - (zero_stored[g, n] + 1)),  g = g_idx[k]
+
+Kernels:
+    _w4a16_kernel      program (tile_m, tile_n) x split s: loads an A tile and the packed qweight
+                       tile, unpacks / subtracts zeros / scales in registers, tl.dot into fp32.
+                       SPLIT_K = 1 stores C in A's dtype; SPLIT_K > 1 stores fp32 partial sums to a
+                       workspace (SPLIT_K, M, N).
+    _splitk_reduce_kernel  sums the workspace over s = 0..SPLIT_K-1 in that fixed order and casts.
+No atomics anywhere: the result is bitwise reproducible run to run (for a fixed configuration).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+from torch import Tensor
+
+H200_NUM_SMS = 132  # used to pick split_k when no CUDA device is visible (e.g. CPU interpreter)
+MAX_SPLIT_K = 16
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _round_bf16(x):
+    """fp32 -> fp32 rounded to bf16 precision, round-to-nearest-even (finite x).
+
+    Used only under the CPU interpreter, whose tl.dot mishandles bf16 operands (it multiplies the
+    raw uint16 bit patterns) and whose fp32 -> bf16 cast truncates. bf16 x bf16 products are exact
+    in fp32, so tl.dot on these fp32 copies reproduces what the GPU's bf16 tensor cores compute.
+    """
+    bits = x.to(tl.int32, bitcast=True)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & -65536  # -65536 == 0xFFFF0000
+    return bits.to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _w4a16_kernel(
+    A, QW, QZ, SC, GIDX, C,
+    M, N, K, K_PER_SPLIT,  # K_PER_SPLIT: input channels per split, a multiple of BLOCK_K
+    stride_am, stride_ak,  # A (M, K), any strides
+    stride_qk, stride_qn,  # qweight (K/8, N)
+    stride_zg, stride_zn,  # qzeros (G, N/8)
+    stride_sg, stride_sn,  # scales (G, N)
+    stride_cs, stride_cm, stride_cn,  # C: (M, N) output, or (SPLIT_K, M, N) fp32 workspace
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,  # tile_m swizzle width for L2 reuse
+    GROUP_SIZE: tl.constexpr,  # > 0: g_idx[k] == k // GROUP_SIZE (sequential groups, fast path); 0: read g_idx
+    SCALE_AFTER_DOT: tl.constexpr,  # GROUP_SIZE % BLOCK_K == 0: one group per K tile
+    EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16; always False on the GPU
+):
+    raise NotImplementedError("p3.18: _w4a16_kernel")
+
+
+@triton.jit
+def _splitk_reduce_kernel(
+    WS, Out, MN,  # WS: contiguous fp32 (SPLIT_K, M, N); Out: contiguous (M, N); MN = M * N
+    SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
+    EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16
+):
+    """Out = sum over s = 0, 1, ..., SPLIT_K-1 of WS[s] in that order (fp32), cast to Out's dtype."""
+    raise NotImplementedError("p3.19: _splitk_reduce_kernel")
+
+
+# ---------------------------------------------------------------------------------------------
+# Launcher
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_pow2(x: int) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x > 0 and x & (x - 1) == 0
+
+
+def default_config(m: int) -> dict:
+    """Tile sizes and launch parameters by M (H200 starting points, not yet tuned)."""
+    if m <= 16:  # decode: a GEMV in disguise, bound by streaming qweight
+        return {"block_m": 16, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
+    if m <= 32:
+        return {"block_m": 32, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
+    if m <= 64:
+        return {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 4, "num_stages": 4}
+    return {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3}  # prefill
+
+
+def _interpreting() -> bool:
+    """True under TRITON_INTERPRET=1 (the CPU interpreter)."""
+    return os.environ.get("TRITON_INTERPRET", "0").lower() not in ("", "0", "false", "off")
+
+
+def _num_sms(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return H200_NUM_SMS
+
+
+def choose_split_k(m: int, n: int, k: int, block_m: int, block_n: int, block_k: int, num_sms: int) -> int:
+    """Splits of K so that small-M launches fill the GPU (about two waves of programs).
+
+    M > 64 already has enough output tiles: 1. Otherwise cdiv(2 * num_sms, output tiles), but each
+    split keeps at least 4 K tiles (for the software pipeline) and there are at most MAX_SPLIT_K."""
+    raise NotImplementedError("p3.20: choose_split_k")
+
+
+def _check_inputs(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_idx: Tensor) -> None:
+    """Shapes, dtypes, layouts and devices of w4a16_matmul's tensors; ValueError naming the problem."""
+    raise NotImplementedError("p3.21: _check_inputs")
+
+
+def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_idx: Tensor, *,
+                 group_size: int = 0, split_k: int | None = None, block_m: int | None = None,
+                 block_n: int | None = None, block_k: int | None = None) -> Tensor:
+    """C = A @ W^T with W the GPTQ-v1 4-bit weight, dequantized inside the Triton GEMM.
+
+    Args:
+        a: (M, K) float16 or bfloat16 activations, any strides; K a multiple of 8.
+        qweight (K/8, N) int32, qzeros (G, N/8) int32, scales (G, N) float, g_idx (K,) int32:
+            the v1 tensors, contiguous, on a's device; N a multiple of 8.
+        group_size: 0 reads g_idx for every input row (act-order, any g_idx); a positive value
+            promises g_idx == arange(K) // group_size (sequential groups: the fast path, unchecked).
+        split_k: K splits >= 1 (their fp32 partial sums are added in a fixed order by a second
+            kernel); None picks choose_split_k's.
+        block_m / block_n / block_k: powers of two >= 16; None: default_config(M).
+
+    Returns (M, N) in a's dtype, accumulated in fp32. Raises ValueError on bad inputs or options.
+    """
+    _check_inputs(a, qweight, qzeros, scales, g_idx)
+    cfg = default_config(a.shape[0])
+    cfg.update({key: v for key, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k))
+                if v is not None})
+    for key in ("block_m", "block_n", "block_k"):
+        if not _is_pow2(cfg[key]) or cfg[key] < 16:
+            raise ValueError(f"{key} must be a power of two >= 16, got {cfg[key]!r}")
+    if split_k is not None and (not isinstance(split_k, int) or isinstance(split_k, bool) or split_k < 1):
+        raise ValueError(f"split_k must be a positive int or None, got {split_k!r}")
+    if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size < 0:
+        raise ValueError(f"group_size must be 0 or a positive int, got {group_size!r}")
+    (m, k), n = a.shape, qweight.shape[1]
+    out = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    if m == 0:
+        return out
+    raise NotImplementedError("p3.22: w4a16_matmul")

@@ -1,0 +1,298 @@
+"""W4A16 GEMM for GPTQ-packed 4-bit weights (the v1 layout of pack.py, as AutoGPTQ and vLLM read it).
+
+    C (M, N) = A (M, K) @ W^T,   W (N out, K in) dequantized inside the GEMM, fp32 accumulation.
+
+Layout (see pack.py):
+    qweight int32 (K/8, N)  eight 4-bit codes of input rows 8j..8j+7; row 8j+t in bits 4t..4t+3
+    qzeros  int32 (G, N/8)  (zero - 1) packed along N the same way; column 8c+t in bits 4t..4t+3
+    scales  fp16  (G, N)
+    g_idx   int32 (K,)      group of input channel k (not contiguous under act-order)
+    W[n, k] = scales[g, n] * (code[k, n] - (zero_stored[g, n] + 1)),  g = g_idx[k]
+
+Kernels:
+    _w4a16_kernel      program (tile_m, tile_n) x split s: loads an A tile and the packed qweight
+                       tile, unpacks / subtracts zeros / scales in registers, tl.dot into fp32.
+                       SPLIT_K = 1 stores C in A's dtype; SPLIT_K > 1 stores fp32 partial sums to a
+                       workspace (SPLIT_K, M, N).
+    _splitk_reduce_kernel  sums the workspace over s = 0..SPLIT_K-1 in that fixed order and casts.
+No atomics anywhere: the result is bitwise reproducible run to run (for a fixed configuration).
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+from torch import Tensor
+
+H200_NUM_SMS = 132  # used to pick split_k when no CUDA device is visible (e.g. CPU interpreter)
+MAX_SPLIT_K = 16
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------------------------
+
+
+@triton.jit
+def _round_bf16(x):
+    """fp32 -> fp32 rounded to bf16 precision, round-to-nearest-even (finite x).
+
+    Used only under the CPU interpreter, whose tl.dot mishandles bf16 operands (it multiplies the
+    raw uint16 bit patterns) and whose fp32 -> bf16 cast truncates. bf16 x bf16 products are exact
+    in fp32, so tl.dot on these fp32 copies reproduces what the GPU's bf16 tensor cores compute.
+    """
+    bits = x.to(tl.int32, bitcast=True)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & -65536  # -65536 == 0xFFFF0000
+    return bits.to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _w4a16_kernel(
+    A, QW, QZ, SC, GIDX, C,
+    M, N, K, K_PER_SPLIT,  # K_PER_SPLIT: input channels per split, a multiple of BLOCK_K
+    stride_am, stride_ak,  # A (M, K), any strides
+    stride_qk, stride_qn,  # qweight (K/8, N)
+    stride_zg, stride_zn,  # qzeros (G, N/8)
+    stride_sg, stride_sn,  # scales (G, N)
+    stride_cs, stride_cm, stride_cn,  # C: (M, N) output, or (SPLIT_K, M, N) fp32 workspace
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,  # tile_m swizzle width for L2 reuse
+    GROUP_SIZE: tl.constexpr,  # > 0: g_idx[k] == k // GROUP_SIZE (sequential groups, fast path); 0: read g_idx
+    SCALE_AFTER_DOT: tl.constexpr,  # GROUP_SIZE % BLOCK_K == 0: one group per K tile
+    EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16; always False on the GPU
+):
+    # BEGIN SOLUTION
+    pid = tl.program_id(0)
+    split = tl.program_id(1)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    # Grouped ordering: GROUP_M consecutive tile rows share the same weight columns in L2.
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_rows = tl.minimum(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (pid % num_pid_in_group) % group_rows
+    pid_n = (pid % num_pid_in_group) // group_rows
+
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_mask = offs_m < M
+    n_mask = offs_n < N
+    offs_m64 = offs_m.to(tl.int64)
+    rk = tl.arange(0, BLOCK_K)
+    # Zero points are packed along N: column n sits in word n // 8, bits 4 * (n % 8).
+    z_shift = (offs_n % 8) * 4
+
+    k_begin = split * K_PER_SPLIT
+    k_end = tl.minimum(k_begin + K_PER_SPLIT, K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(k_begin, k_end, BLOCK_K):
+        offs_k = k0 + rk
+        k_mask = offs_k < K
+        a = tl.load(A + offs_m64[:, None] * stride_am + offs_k[None, :] * stride_ak,
+                    mask=m_mask[:, None] & k_mask[None, :], other=0.0)  # (BLOCK_M, BLOCK_K)
+
+        # ---- 4-bit codes of the (BLOCK_K, BLOCK_N) weight tile, as int32 in [0, 16) ----
+        # Each packed word is read once; the 8 nibbles are expanded in registers:
+        # (BLOCK_K/8, 8, BLOCK_N) -> (BLOCK_K, BLOCK_N), row 8j + t = word j >> 4t.
+        offs_kw = k0 // 8 + tl.arange(0, BLOCK_K // 8)
+        kw_mask = offs_kw < K // 8
+        words = tl.load(QW + offs_kw[:, None] * stride_qk + offs_n[None, :] * stride_qn,
+                        mask=kw_mask[:, None] & n_mask[None, :], other=0)
+        nib = tl.arange(0, 8) * 4
+        codes = (words[:, None, :] >> nib[None, :, None]) & 0xF
+        codes = tl.reshape(codes, (BLOCK_K, BLOCK_N))
+
+        if SCALE_AFTER_DOT:
+            # The whole K tile lies in group k0 // GROUP_SIZE: (code - zero) is a small integer,
+            # exact in fp16/bf16; the per-column scale is applied to the fp32 dot product.
+            g = k0 // GROUP_SIZE
+            zw = tl.load(QZ + g * stride_zg + (offs_n // 8) * stride_zn, mask=n_mask, other=0)
+            zero = ((zw >> z_shift) & 0xF) + 1  # (BLOCK_N,)
+            scale = tl.load(SC + g * stride_sg + offs_n * stride_sn, mask=n_mask, other=0.0)
+            wi = codes - zero[None, :]  # integers in [-16, 14]: exact in fp16 / bf16
+            if EMULATE_BF16:
+                part = tl.dot(a.to(tl.float32), wi.to(tl.float32))
+            else:
+                part = tl.dot(a, wi.to(a.dtype))
+            acc += part * scale.to(tl.float32)[None, :]
+        else:
+            # General path: the group of every k row (g_idx gather, or k // GROUP_SIZE).
+            if GROUP_SIZE > 0:
+                g = offs_k // GROUP_SIZE
+            else:
+                g = tl.load(GIDX + offs_k, mask=k_mask, other=0)
+            gn_mask = k_mask[:, None] & n_mask[None, :]
+            zw = tl.load(QZ + g[:, None] * stride_zg + (offs_n // 8)[None, :] * stride_zn,
+                         mask=gn_mask, other=0)
+            zero = ((zw >> z_shift[None, :]) & 0xF) + 1  # (BLOCK_K, BLOCK_N)
+            scale = tl.load(SC + g[:, None] * stride_sg + offs_n[None, :] * stride_sn,
+                            mask=gn_mask, other=0.0)
+            w = (codes - zero).to(tl.float32) * scale.to(tl.float32)
+            if EMULATE_BF16:
+                acc += tl.dot(a.to(tl.float32), _round_bf16(w))
+            else:
+                acc += tl.dot(a, w.to(a.dtype))
+
+    if EMULATE_BF16:  # noqa: SIM102 (constexpr branches, kept apart for Triton)
+        if C.dtype.element_ty == tl.bfloat16:
+            acc = _round_bf16(acc)
+    c_ptrs = C + split.to(tl.int64) * stride_cs + offs_m64[:, None] * stride_cm + offs_n[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(C.dtype.element_ty), mask=m_mask[:, None] & n_mask[None, :])
+    # END SOLUTION
+
+
+@triton.jit
+def _splitk_reduce_kernel(
+    WS, Out, MN,  # WS: contiguous fp32 (SPLIT_K, M, N); Out: contiguous (M, N); MN = M * N
+    SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
+    EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16
+):
+    """Out = sum over s = 0, 1, ..., SPLIT_K-1 of WS[s] in that order (fp32), cast to Out's dtype."""
+    # BEGIN SOLUTION
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < MN
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in tl.static_range(SPLIT_K):
+        acc += tl.load(WS + s * MN + offs, mask=mask, other=0.0)
+    if EMULATE_BF16:
+        acc = _round_bf16(acc)
+    tl.store(Out + offs, acc.to(Out.dtype.element_ty), mask=mask)
+    # END SOLUTION
+
+
+# ---------------------------------------------------------------------------------------------
+# Launcher
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_pow2(x: int) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x > 0 and x & (x - 1) == 0
+
+
+def default_config(m: int) -> dict:
+    """Tile sizes and launch parameters by M (H200 starting points, not yet tuned)."""
+    if m <= 16:  # decode: a GEMV in disguise, bound by streaming qweight
+        return {"block_m": 16, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
+    if m <= 32:
+        return {"block_m": 32, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
+    if m <= 64:
+        return {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 4, "num_stages": 4}
+    return {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3}  # prefill
+
+
+def _interpreting() -> bool:
+    """True under TRITON_INTERPRET=1 (the CPU interpreter)."""
+    return os.environ.get("TRITON_INTERPRET", "0").lower() not in ("", "0", "false", "off")
+
+
+def _num_sms(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return H200_NUM_SMS
+
+
+def choose_split_k(m: int, n: int, k: int, block_m: int, block_n: int, block_k: int, num_sms: int) -> int:
+    """Splits of K so that small-M launches fill the GPU (about two waves of programs).
+
+    M > 64 already has enough output tiles: 1. Otherwise cdiv(2 * num_sms, output tiles), but each
+    split keeps at least 4 K tiles (for the software pipeline) and there are at most MAX_SPLIT_K."""
+    # BEGIN SOLUTION
+    if m > 64:
+        return 1
+    tiles = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
+    want = triton.cdiv(2 * num_sms, tiles)
+    return max(1, min(want, triton.cdiv(k, block_k) // 4, MAX_SPLIT_K))
+    # END SOLUTION
+
+
+def _check_inputs(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_idx: Tensor) -> None:
+    """Shapes, dtypes, layouts and devices of w4a16_matmul's tensors; ValueError naming the problem."""
+    # BEGIN SOLUTION
+    for name, t in (("a", a), ("qweight", qweight), ("qzeros", qzeros), ("scales", scales), ("g_idx", g_idx)):
+        if not isinstance(t, Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")  # noqa: TRY004 (one error type)
+    if a.dim() != 2 or a.dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"a must be 2-D (M, K) float16 or bfloat16, got {a.dtype} {tuple(a.shape)}")
+    k = a.shape[1]
+    if k == 0 or k % 8:
+        raise ValueError(f"K (a.shape[1]) must be a positive multiple of 8, got {k}")
+    if qweight.dtype != torch.int32 or qweight.dim() != 2 or qweight.shape[0] != k // 8:
+        raise ValueError(f"qweight must be int32 (K/8, N) with K/8 = {k // 8}, got {qweight.dtype} {tuple(qweight.shape)}")
+    n = qweight.shape[1]
+    if n == 0 or n % 8:
+        raise ValueError(f"N (qweight.shape[1]) must be a positive multiple of 8, got {n}")
+    if scales.dim() != 2 or scales.shape[1] != n or scales.shape[0] == 0 or not scales.is_floating_point():
+        raise ValueError(f"scales must be floating (G, N) with N = {n}, got {scales.dtype} {tuple(scales.shape)}")
+    if qzeros.dtype != torch.int32 or tuple(qzeros.shape) != (scales.shape[0], n // 8):
+        raise ValueError(f"qzeros must be int32 (G, N/8) = ({scales.shape[0]}, {n // 8}), got {qzeros.dtype} {tuple(qzeros.shape)}")
+    if g_idx.dtype != torch.int32 or tuple(g_idx.shape) != (k,):
+        raise ValueError(f"g_idx must be int32 of shape (K,) = ({k},), got {g_idx.dtype} {tuple(g_idx.shape)}")
+    for name, t in (("qweight", qweight), ("qzeros", qzeros), ("scales", scales), ("g_idx", g_idx)):
+        if not t.is_contiguous():
+            raise ValueError(f"{name} must be contiguous")
+        if t.device != a.device:
+            raise ValueError(f"{name} is on {t.device} but a is on {a.device}")
+    # END SOLUTION
+
+
+def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_idx: Tensor, *,
+                 group_size: int = 0, split_k: int | None = None, block_m: int | None = None,
+                 block_n: int | None = None, block_k: int | None = None) -> Tensor:
+    """C = A @ W^T with W the GPTQ-v1 4-bit weight, dequantized inside the Triton GEMM.
+
+    Args:
+        a: (M, K) float16 or bfloat16 activations, any strides; K a multiple of 8.
+        qweight (K/8, N) int32, qzeros (G, N/8) int32, scales (G, N) float, g_idx (K,) int32:
+            the v1 tensors, contiguous, on a's device; N a multiple of 8.
+        group_size: 0 reads g_idx for every input row (act-order, any g_idx); a positive value
+            promises g_idx == arange(K) // group_size (sequential groups: the fast path, unchecked).
+        split_k: K splits >= 1 (their fp32 partial sums are added in a fixed order by a second
+            kernel); None picks choose_split_k's.
+        block_m / block_n / block_k: powers of two >= 16; None: default_config(M).
+
+    Returns (M, N) in a's dtype, accumulated in fp32. Raises ValueError on bad inputs or options.
+    """
+    _check_inputs(a, qweight, qzeros, scales, g_idx)
+    cfg = default_config(a.shape[0])
+    cfg.update({key: v for key, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k))
+                if v is not None})
+    for key in ("block_m", "block_n", "block_k"):
+        if not _is_pow2(cfg[key]) or cfg[key] < 16:
+            raise ValueError(f"{key} must be a power of two >= 16, got {cfg[key]!r}")
+    if split_k is not None and (not isinstance(split_k, int) or isinstance(split_k, bool) or split_k < 1):
+        raise ValueError(f"split_k must be a positive int or None, got {split_k!r}")
+    if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size < 0:
+        raise ValueError(f"group_size must be 0 or a positive int, got {group_size!r}")
+    (m, k), n = a.shape, qweight.shape[1]
+    out = torch.empty((m, n), dtype=a.dtype, device=a.device)
+    if m == 0:
+        return out
+    # BEGIN SOLUTION
+    bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
+    if split_k is None:
+        split_k = choose_split_k(m, n, k, bm, bn, bk, _num_sms(a.device))
+    k_per_split = triton.cdiv(triton.cdiv(k, bk), split_k) * bk  # whole K tiles: none straddles splits
+    c = out if split_k == 1 else torch.empty((split_k, m, n), dtype=torch.float32, device=a.device)
+    stride_cs = 0 if split_k == 1 else c.stride(0)
+    # The interpreter's tl.dot multiplies bf16 as raw bits and truncates casts: emulate in fp32.
+    emulate_bf16 = _interpreting() and a.dtype == torch.bfloat16
+    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), split_k)
+    _w4a16_kernel[grid](
+        a, qweight, qzeros, scales, g_idx, c, m, n, k, k_per_split,
+        a.stride(0), a.stride(1), qweight.stride(0), qweight.stride(1),
+        qzeros.stride(0), qzeros.stride(1), scales.stride(0), scales.stride(1),
+        stride_cs, c.stride(-2), c.stride(-1),
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+        GROUP_SIZE=group_size, SCALE_AFTER_DOT=group_size > 0 and group_size % bk == 0,
+        EMULATE_BF16=emulate_bf16, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+    )
+    if split_k > 1:
+        block = 1024
+        _splitk_reduce_kernel[(triton.cdiv(m * n, block),)](c, out, m * n, SPLIT_K=split_k, BLOCK=block,
+                                                             EMULATE_BF16=emulate_bf16, num_warps=4)
+    return out
+    # END SOLUTION

@@ -1,0 +1,89 @@
+"""The W4A16 GEMM: more shapes, tile configurations, strided activations, split-K corner cases."""
+
+import pytest
+import torch
+from gptq import choose_split_k, w4a16_matmul
+
+KEYS = ("qweight", "qzeros", "scales", "g_idx")
+
+
+def rel(c, ref):
+    return float((c.float().cpu() - ref).abs().mean() / ref.abs().mean())
+
+
+def check(c, a, w, tol):
+    a, ref = a.float().cpu(), a.float().cpu() @ w.T
+    assert c.shape == ref.shape
+    bound = tol("w4a16, fp16")["rtol"]
+    if c.dtype == torch.bfloat16:
+        bound += rel((a @ w.bfloat16().float().T).bfloat16(), ref)
+    assert rel(c, ref) < bound, f"rel error {rel(c, ref):.3e} >= {bound:.3e}"
+
+
+def run(oracles, device, m, k, n, group, act, dtype, seed=0, **opts):
+    t, w = oracles.random_v1(k, n, group, act, seed)
+    a = torch.randn(m, k, generator=torch.Generator().manual_seed(seed + 1)).to(dtype)
+    c = w4a16_matmul(a.to(device), *(t[key].to(device) for key in KEYS), **opts)
+    return c, a, w
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("opts", [
+    {"group_size": 64, "block_k": 64, "split_k": 1},  # one group per K tile: scales after the dot
+    {"group_size": 64, "block_k": 32, "split_k": 3},  # uneven splits, the sequential path
+    {"group_size": 0, "block_m": 32, "block_n": 32, "block_k": 16, "split_k": 2},  # act-order path, small tiles
+], ids=["bk64", "bk32-s3", "small-tiles"])
+def test_tile_configurations(oracles, tol, device, opts, dtype):
+    check(*run(oracles, device, 5, 328, 72, 64, opts["group_size"] == 0, dtype, seed=20, **opts), tol)
+
+
+def test_empty_splits_contribute_zeros(oracles, tol, device):
+    check(*run(oracles, device, 3, 256, 64, 32, True, torch.float16, seed=21, split_k=8), tol)
+
+
+@pytest.mark.points(2)
+def test_split_k_partial_sums_all_count(oracles, tol, device):
+    """split_k = 4 with exactly 4 K tiles: each split one tile, a dropped one shows at once."""
+    c, a, w = run(oracles, device, 2, 512, 64, 128, False, torch.float16, seed=22, group_size=128, split_k=4)
+    check(c, a, w, tol)
+
+
+def test_strided_activations(oracles, tol, device):
+    t, w = oracles.random_v1(256, 64, 32, True, seed=23)
+    a = torch.randn(256, 6, generator=torch.Generator().manual_seed(24)).half().to(device).T  # (6, 256) column-major
+    check(w4a16_matmul(a, *(t[key].to(device) for key in KEYS)), a, w, tol)
+
+
+@pytest.mark.kernels()  # M = 0 launches nothing
+def test_zero_rows(oracles, device):
+    t, _ = oracles.random_v1(256, 64, 32, False, seed=25)
+    c = w4a16_matmul(torch.empty(0, 256, dtype=torch.float16, device=device), *(t[key].to(device) for key in KEYS))
+    assert tuple(c.shape) == (0, 64)
+
+
+@pytest.mark.kernels()
+def test_choose_split_k_fills_the_gpu_for_decode_only():
+    assert choose_split_k(1, 4096, 4096, 16, 64, 128, 132) == 5  # 64 tiles: cdiv(264, 64)
+    assert choose_split_k(16, 4096, 4096, 16, 64, 128, 132) == 5
+    assert choose_split_k(256, 4096, 4096, 128, 128, 64, 132) == 1  # prefill: enough tiles
+    assert choose_split_k(1, 64, 256, 16, 64, 128, 132) == 1  # 2 K tiles: too few to split
+    assert choose_split_k(1, 8, 1 << 20, 16, 64, 128, 132) == 16  # capped
+
+
+@pytest.mark.kernels()
+@pytest.mark.parametrize("bad", ["a_fp32", "qzeros_shape", "g_idx_int64", "split0", "block48"])
+def test_bad_inputs_raise_value_error(oracles, device, bad):
+    t, _ = oracles.random_v1(256, 64, 32, False, seed=26)
+    args = {"a": torch.randn(3, 256).half(), **t}
+    opts = {}
+    if bad == "a_fp32":
+        args["a"] = args["a"].float()
+    elif bad == "qzeros_shape":
+        args["qzeros"] = args["qzeros"][:, :4].contiguous()
+    elif bad == "g_idx_int64":
+        args["g_idx"] = args["g_idx"].long()
+    else:
+        opts = {"split_k": 0} if bad == "split0" else {"block_k": 48}
+    with pytest.raises(ValueError):
+        w4a16_matmul(**{key: v.to(device) for key, v in args.items()}, **opts)
