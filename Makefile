@@ -13,7 +13,7 @@ MUTATION_STAMP := $(VENV)/.mutation-$(shell cat pyproject.toml | cksum | cut -d'
 RESULTS := results/$(if $(A),$(subst $(eval) ,+,$(strip $(A))),all)$(if $(SOLUTION),-solution,)
 GRADE_FLAGS := $(if $(SOLUTION),--solution,) --json $(RESULTS)/results.json --junit $(RESULTS)/junit.xml --markdown $(RESULTS)/summary.md
 
-.PHONY: grade test assignments check setup datasets datasets-check clean help release mutation figures
+.PHONY: grade test assignments check setup datasets datasets-check clean help release mutation figures interop
 
 help:
 	@echo "make grade [A=<id>] [SOLUTION=1]   grade assignments/ (or the reference solution)"
@@ -22,6 +22,7 @@ help:
 	@echo "make check                         check the course invariants"
 	@echo "make mutation A=<id> [MAX=40]      mutation-test the reference (writes solutions/<id>/mutation.toml)"
 	@echo "make figures                       rebuild the course figures (course/figures/png/) from the references"
+	@echo "make interop [SOLUTION=1]          P3: load your GPTQ checkpoint with gptqmodel (own venv, ~6 GB; not graded)"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -75,3 +76,18 @@ clean:
 
 release: $(STAMP)
 	$(PY) -m autograder release --week $(WEEK) --out release/week$(WEEK)
+
+# P3's checkpoint read by a real GPTQ loader (gptqmodel + optimum through transformers). They pull their
+# own torch (a CUDA build, ~6 GB), so they live in a venv of their own, outside the course's pins and
+# outside CI; `interop.py write` runs in the course's environment, `check` in that one.
+INTEROP_VENV := .venv-gptqmodel
+P3_DIR := $(if $(SOLUTION),solutions,assignments)/p3_gptq
+$(INTEROP_VENV)/.installed:
+	$(PYTHON) -m venv $(INTEROP_VENV)
+	$(INTEROP_VENV)/bin/python -m pip install -q --disable-pip-version-check "gptqmodel==7.7.0" "optimum==2.3.0"
+	@touch $@
+
+interop: $(STAMP) $(INTEROP_VENV)/.installed
+	@rm -rf results/interop
+	cd $(P3_DIR) && $(CURDIR)/$(PY) interop.py write $(CURDIR)/results/interop
+	cd $(P3_DIR) && $(CURDIR)/$(INTEROP_VENV)/bin/python interop.py check $(CURDIR)/results/interop
