@@ -135,7 +135,7 @@ def test_a_given_package_is_the_earlier_assignments_own_and_never_copied(later_c
     ({"file": "later/k.py", "package": "demo", "solves": "s00_demo"}, "set exactly one"),
     ({"package": "not-a-name", "solves": "s00_demo"}, "not a valid Python package name"),
     ({"package": "later", "solves": "s00_demo"}, "must differ from each other and from 'later'"),
-    ({"package": 3, "solves": "s00_demo"}, "package: expected str"),
+    ({"package": 3, "solves": "s00_demo"}, r"\[\[given\]\] #1.package: 3 is not of type 'string'"),
 ])
 def test_a_bad_given_entry_is_refused_with_the_reason(given, message):
     head = {"id": "p1_later", "title": "t", "stage": 6, "package": "later", "editable": ["later/*.py"]}
