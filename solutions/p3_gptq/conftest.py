@@ -53,10 +53,15 @@ def rtn_oracle(w: torch.Tensor, config) -> torch.Tensor:
 
 
 def naive_gptq(w: torch.Tensor, h: torch.Tensor, bits: int, group_size: int, sym: bool = True,
-               damp: float = 0.01, act_order: bool = False):
+               damp: float = 0.01, act_order: bool = False, follow: torch.Tensor | None = None):
     """Optimal Brain Surgeon one column at a time, float64: quantize column i, move every later
     column j by -err_i * Hinv[i, j] / Hinv[i, i], then eliminate i from Hinv by its Schur complement.
-    Returns (codes (N, K), dequantized W (N, K), g_idx (K,)) in the original column order."""
+    Returns (codes (N, K), dequantized W (N, K), g_idx (K,)) in the original column order.
+
+    follow: codes (N, K) to follow at rounding ties. Where w / scale lies within 1e-9 of a half
+    (a symmetric group's most negative weight sits at exactly -7.5 steps), float64 noise tips the
+    rounding either way and the row's later columns move with it; both codes are right, so where
+    `follow` holds one of the two, the oracle takes it and compares the rest of the row on that path."""
     w, h = w.double().clone(), h.double().clone()
     n, k = w.shape
     dead = torch.diag(h) == 0
@@ -64,6 +69,7 @@ def naive_gptq(w: torch.Tensor, h: torch.Tensor, bits: int, group_size: int, sym
     w[:, dead] = 0.0
     order = torch.argsort(torch.diag(h), descending=True) if act_order else torch.arange(k)
     w, h = w[:, order], h[order][:, order]
+    follow = follow[:, order].double() if follow is not None else None
     h = h + damp * torch.diag(h).mean() * torch.eye(k, dtype=h.dtype)
     with oracle():
         hinv = torch.linalg.inv(h)
@@ -72,7 +78,13 @@ def naive_gptq(w: torch.Tensor, h: torch.Tensor, bits: int, group_size: int, sym
     for i in range(k):
         if i % g == 0:
             scale, zero = grid_oracle(w[:, i : i + g] if group_size != -1 else w, bits, sym)
-        codes[:, i] = torch.clamp(torch.round(w[:, i] / scale) + zero, 0, 2**bits - 1)
+        steps = w[:, i] / scale
+        codes[:, i] = torch.clamp(torch.round(steps) + zero, 0, 2**bits - 1)
+        if follow is not None:
+            tie = (steps - steps.floor() - 0.5).abs() < 1e-9
+            either = (follow[:, i] == torch.clamp(steps.floor() + zero, 0, 2**bits - 1)) | (
+                follow[:, i] == torch.clamp(steps.floor() + 1 + zero, 0, 2**bits - 1))
+            codes[:, i] = torch.where(tie & either, follow[:, i], codes[:, i])
         deq[:, i] = scale * (codes[:, i] - zero)
         err = (w[:, i] - deq[:, i]) / hinv[i, i]
         w[:, i + 1 :] -= err[:, None] * hinv[i, i + 1 :][None, :]
@@ -138,10 +150,69 @@ def random_v1(k: int, n: int, group_size: int, act_order: bool, seed: int) -> tu
     return make_v1(q, scales, zeros, g_idx), w
 
 
+# ---- a GPTQ folder of the course model for the engine ------------------------------------------------
+
+def rtn_v1(w: torch.Tensor, g_idx: torch.Tensor) -> dict:
+    """Symmetric 4-bit RTN of w (N, K) over the groups g_idx gives (any order), packed by make_v1:
+    each group's scale (fp16) and zero 8 from grid_oracle, codes by the handout's rounding."""
+    w = w.float()
+    groups = int(g_idx.max()) + 1
+    codes = torch.zeros(w.shape, dtype=torch.int64)
+    scales = torch.zeros(groups, w.shape[0], dtype=torch.float16)
+    zeros = torch.zeros(groups, w.shape[0], dtype=torch.int64)
+    for j in range(groups):
+        cols = (g_idx == j).nonzero()[:, 0]
+        scale, zero = grid_oracle(w[:, cols], 4, True)
+        scales[j], zeros[j] = scale.half(), zero.long()
+        codes[:, cols] = torch.clamp(torch.round(w[:, cols] / scales[j].float()[:, None]) + zero[:, None], 0, 15).long()
+    return make_v1(codes, scales, zeros, g_idx)
+
+
+def write_gptq_llama(out: Path, src: Path, act_order: bool = False, drop: tuple[str, ...] = ()) -> dict:
+    """A GPTQ folder of the HF LLaMA in src: every decoder linear as v1 tensors (rtn_v1, group 128;
+    act_order: groups of columns by descending norm, as act-order groups them by importance), the other weights and the
+    tokenizer copied, quantization_config added; linears named in `drop` are left out. Returns the
+    dequantized weights {name + ".weight": W (N, K) float32} for the oracle model."""
+    import json
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    tensors, deq = {}, {}
+    for i, (name, w) in enumerate(sorted(load_file(str(src / "model.safetensors")).items())):
+        base = name.removesuffix(".weight")
+        if not name.endswith("_proj.weight"):
+            tensors[name] = w
+        elif base not in drop:
+            g_idx = torch.arange(w.shape[1]) // 128
+            if act_order:  # as act-order groups: by a column importance (here its norm), not its position
+                g_idx = g_idx[torch.argsort(torch.argsort(w.float().norm(dim=0), descending=True))]
+            v1 = rtn_v1(w, g_idx)
+            tensors.update({f"{base}.{key}": t for key, t in v1.items()})
+            deq[name] = dequant_v1_oracle(v1["qweight"], v1["qzeros"], v1["scales"], v1["g_idx"])
+    save_file(tensors, str(out / "model.safetensors"))
+    cfg = json.loads((src / "config.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": act_order,
+                                  "sym": True, "checkpoint_format": "gptq"}
+    (out / "config.json").write_text(json.dumps(cfg, indent=2))
+    for extra in ("tokenizer.json", "tokenizer_config.json"):
+        if (src / extra).is_file():
+            shutil.copy(src / extra, out / extra)
+    return deq
+
+
+def greedy_gaps(logits: torch.Tensor, prompt_len: int, tokens: list[int]) -> list[float]:
+    """For each generated token: the oracle's max logit minus the token's logit, where logits (T, V)
+    are the oracle's, teacher-forced on the prompt and the tokens (0: the oracle's own greedy pick)."""
+    return [float(logits[prompt_len - 1 + i].max() - logits[prompt_len - 1 + i, t]) for i, t in enumerate(tokens)]
+
+
 @pytest.fixture(scope="session")
 def oracles() -> SimpleNamespace:
     return SimpleNamespace(grid=grid_oracle, rtn=rtn_oracle, gptq=naive_gptq, hessian=hessian_oracle, mse=output_mse,
-                           pack_words=pack_words, make_v1=make_v1, dequant=dequant_v1_oracle, random_v1=random_v1)
+                           pack_words=pack_words, make_v1=make_v1, dequant=dequant_v1_oracle, random_v1=random_v1,
+                           gptq_llama=write_gptq_llama, greedy_gaps=greedy_gaps)
 
 
 _TOLERANCES = tolerances(Path(__file__).parent)
@@ -234,5 +305,5 @@ def course_model() -> SimpleNamespace:
     sd["__config__"] = json.loads((folder / "config.json").read_text())
     text = eval_txt.read_text()
     ids = torch.tensor(Tokenizer.from_file(str(folder / "tokenizer.json")).encode(text[:700_000]).ids)
-    return SimpleNamespace(sd=sd, ids=ids, forward=functools.partial(hf_forward, model),
+    return SimpleNamespace(sd=sd, ids=ids, folder=folder, forward=functools.partial(hf_forward, model),
                            perplexity=functools.partial(hf_perplexity, model), linears=LINEARS, input_of=INPUT_OF)

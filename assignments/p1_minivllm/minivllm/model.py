@@ -11,6 +11,7 @@ fused kernel (`fused_triton`) with the same rounding.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -159,8 +160,22 @@ class LlamaForCausalLM(nn.Module):
         return self.lm_head(hidden).float()
 
 
+# Loaders of quantized checkpoints, by config.json's quantization_config.quant_method. A later package
+# registers its own (P3's gptq.engine registers "gptq"), as vLLM maps quant methods to linear layers.
+WEIGHT_LOADERS: dict[str, Callable[[LlamaForCausalLM, Path], None]] = {}
+
+
 def load_weights(model: LlamaForCausalLM, model_path: str | Path) -> None:
-    """Loads every `*.safetensors` file of an HF folder into `model` (strict; tied lm_head allowed)."""
+    """Loads every `*.safetensors` file of an HF folder into `model` (strict; tied lm_head allowed).
+
+    A quantized checkpoint goes to the loader registered for its quant method in WEIGHT_LOADERS."""
+    method = model.config.quant_method
+    if method is not None:
+        if method not in WEIGHT_LOADERS:
+            raise ValueError(f"{model_path} is quantized with quant_method {method!r} and no loader is registered "
+                             f"for it (known: {sorted(WEIGHT_LOADERS)}); import the package that provides it first")
+        WEIGHT_LOADERS[method](model, Path(model_path))
+        return
     files = sorted(Path(model_path).glob("*.safetensors"))
     if not files:
         raise ValueError(f"no .safetensors file in {model_path}")

@@ -4,6 +4,7 @@
     gptq.py       GPTQ: add_batch (Hessian), quantize (the column loop with lazy batches)
     pack.py       pack_int4 / unpack_int4, pack_v1 / dequantize_v1, save_checkpoint / load_checkpoint
     w4a16.py      w4a16_matmul: C = A @ W^T with W dequantized inside a Triton GEMM
+    engine.py     W4A16Linear and minivllm's "gptq" loader (import gptq.engine to register it)
 """
 
 from .gptq import GPTQ, inverse_cholesky, prepare

@@ -32,20 +32,22 @@ class GPTQ:
         """Fold the inputs x (..., K) into H = 2 X^T X / n as a running average over all rows seen."""
         if x.shape[-1] != self.in_features:
             raise ValueError(f"x must end in K = {self.in_features}, got shape {tuple(x.shape)}")
-        raise NotImplementedError("p3.1: GPTQ.add_batch")
+        raise NotImplementedError("p3.4: GPTQ.add_batch")
 
     def quantize(self, w: Tensor, config: QuantConfig) -> QuantResult:
-        """GPTQ-quantize w (N, K) with the H accumulated so far; the result is in float64."""
+        """GPTQ-quantize w (N, K) with the H accumulated so far; the result is in float64.
+
+        Raises ValueError before any add_batch (no calibration inputs: H would be all zeros)."""
         if w.dim() != 2 or w.shape[1] != self.in_features:
             raise ValueError(f"w must be (N, {self.in_features}), got shape {tuple(w.shape)}")
-        raise NotImplementedError("p3.2: GPTQ.quantize")
+        raise NotImplementedError("p3.5: GPTQ.quantize")
 
 
 def prepare(w: Tensor, h: Tensor, config: QuantConfig) -> tuple[Tensor, Tensor, Tensor]:
     """Dead columns (H[k, k] == 0: an input that is always 0) get H[k, k] = 1 and W[:, k] = 0;
     under act-order the columns are permuted by descending diag(H); then H += damp * mean(diag H) I.
     Returns (w, h, perm), w and h in the permuted order, perm (K,) with w_out = w_in[:, perm]."""
-    raise NotImplementedError("p3.3: prepare")
+    raise NotImplementedError("p3.6: prepare")
 
 
 def inverse_cholesky(h: Tensor) -> Tensor:
@@ -53,7 +55,7 @@ def inverse_cholesky(h: Tensor) -> Tensor:
 
     Raises ValueError when H is not positive definite (no NaNs ever come out): raise
     damp_percent, or calibrate on more (or more varied) inputs."""
-    raise NotImplementedError("p3.4: inverse_cholesky")
+    raise NotImplementedError("p3.7: inverse_cholesky")
 
 
 def quantize_columns(w: Tensor, u: Tensor, config: QuantConfig) -> tuple[Tensor, Tensor, Tensor]:
@@ -68,7 +70,7 @@ def quantize_columns(w: Tensor, u: Tensor, config: QuantConfig) -> tuple[Tensor,
     codes = torch.empty_like(w)
     for i1 in range(0, k, config.block_size):
         i2 = min(i1 + config.block_size, k)
-        raise NotImplementedError("p3.5: quantize_columns")
+        raise NotImplementedError("p3.8: quantize_columns")
     return codes, scales, zeros
 
 
@@ -77,4 +79,4 @@ def quantize_block(w: Tensor, u: Tensor, i1: int, i2: int, codes: Tensor, scales
     """Quantize columns i1..i2-1 of w in place, updating only the block's own later columns.
     Fills codes, and scales/zeros of each group starting here. Returns the scaled errors
     e_i = (w_i - q_i) / U[i, i] of the block (N, i2 - i1)."""
-    raise NotImplementedError("p3.6: quantize_block")
+    raise NotImplementedError("p3.9: quantize_block")

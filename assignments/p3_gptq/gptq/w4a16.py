@@ -64,7 +64,7 @@ def _w4a16_kernel(
     SCALE_AFTER_DOT: tl.constexpr,  # GROUP_SIZE % BLOCK_K == 0: one group per K tile
     EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16; always False on the GPU
 ):
-    raise NotImplementedError("p3.18: _w4a16_kernel")
+    raise NotImplementedError("p3.21: _w4a16_kernel")
 
 
 @triton.jit
@@ -74,7 +74,7 @@ def _splitk_reduce_kernel(
     EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16
 ):
     """Out = sum over s = 0, 1, ..., SPLIT_K-1 of WS[s] in that order (fp32), cast to Out's dtype."""
-    raise NotImplementedError("p3.19: _splitk_reduce_kernel")
+    raise NotImplementedError("p3.22: _splitk_reduce_kernel")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -113,12 +113,12 @@ def choose_split_k(m: int, n: int, k: int, block_m: int, block_n: int, block_k: 
 
     M > 64 already has enough output tiles: 1. Otherwise cdiv(2 * num_sms, output tiles), but each
     split keeps at least 4 K tiles (for the software pipeline) and there are at most MAX_SPLIT_K."""
-    raise NotImplementedError("p3.20: choose_split_k")
+    raise NotImplementedError("p3.23: choose_split_k")
 
 
 def _check_inputs(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_idx: Tensor) -> None:
     """Shapes, dtypes, layouts and devices of w4a16_matmul's tensors; ValueError naming the problem."""
-    raise NotImplementedError("p3.21: _check_inputs")
+    raise NotImplementedError("p3.24: _check_inputs")
 
 
 def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_idx: Tensor, *,
@@ -153,4 +153,4 @@ def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_i
     out = torch.empty((m, n), dtype=a.dtype, device=a.device)
     if m == 0:
         return out
-    raise NotImplementedError("p3.22: w4a16_matmul")
+    raise NotImplementedError("p3.25: w4a16_matmul")

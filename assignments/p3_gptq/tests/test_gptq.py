@@ -41,9 +41,11 @@ def test_gptq_equals_the_naive_obs_procedure(oracles, tol, group, act):
     g = GPTQ(64)
     g.add_batch(x)
     r = g.quantize(w, QuantConfig(4, group, desc_act=act, block_size=32))
-    codes, deq, g_idx = oracles.gptq(w, oracles.hessian(x), 4, group, act_order=act)
+    # At an exact rounding tie (x / scale half-way between two codes) either code is right: the
+    # oracle takes yours there and follows the same path for the rest of the row.
+    codes, deq, g_idx = oracles.gptq(w, oracles.hessian(x), 4, group, act_order=act, follow=r.codes)
     same = r.codes == codes.to(torch.int32)
-    assert (~same).sum() <= max(1, codes.numel() // 1000), "codes differ beyond rare rounding ties"
+    assert same.all(), f"{int((~same).sum())} codes differ"
     torch.testing.assert_close(r.weight[same], deq[same], **tol("gptq vs naive OBS"))
     torch.testing.assert_close(r.g_idx, g_idx.to(torch.int32), **tol("exact"))
 

@@ -97,6 +97,7 @@ class ModelConfig:
     max_position_embeddings: int
     tie_word_embeddings: bool
     eos_token_ids: tuple[int, ...]
+    quant_method: str | None = None  # config.json's quantization_config.quant_method ("gptq"), None for FP weights
 
     def __post_init__(self) -> None:
         if self.num_heads % self.num_kv_heads:
@@ -142,4 +143,5 @@ class ModelConfig:
             max_position_embeddings=cfg.get("max_position_embeddings", 2048),
             tie_word_embeddings=cfg.get("tie_word_embeddings", False),
             eos_token_ids=eos_ids,
+            quant_method=(cfg.get("quantization_config") or {}).get("quant_method"),
         )

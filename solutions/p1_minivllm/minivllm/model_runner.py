@@ -75,7 +75,8 @@ class ModelRunner:
 
     @property
     def weight_bytes(self) -> int:
-        return sum(p.numel() * p.element_size() for p in self.model.parameters())
+        # buffers too: a quantized linear keeps its packed weights as buffers
+        return sum(t.numel() * t.element_size() for t in (*self.model.parameters(), *self.model.buffers()))
 
     def _blocks_that_fit(self) -> int:
         """CPU: room for max_num_seqs sequences of max_model_len. CUDA: what the memory fraction leaves."""

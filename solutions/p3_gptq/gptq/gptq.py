@@ -42,7 +42,9 @@ class GPTQ:
         # END SOLUTION
 
     def quantize(self, w: Tensor, config: QuantConfig) -> QuantResult:
-        """GPTQ-quantize w (N, K) with the H accumulated so far; the result is in float64."""
+        """GPTQ-quantize w (N, K) with the H accumulated so far; the result is in float64.
+
+        Raises ValueError before any add_batch (no calibration inputs: H would be all zeros)."""
         if w.dim() != 2 or w.shape[1] != self.in_features:
             raise ValueError(f"w must be (N, {self.in_features}), got shape {tuple(w.shape)}")
         # BEGIN SOLUTION

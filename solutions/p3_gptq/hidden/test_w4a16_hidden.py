@@ -49,10 +49,16 @@ def test_split_k_partial_sums_all_count(oracles, tol, device):
     check(c, a, w, tol)
 
 
-def test_strided_activations(oracles, tol, device):
-    t, w = oracles.random_v1(256, 64, 32, True, seed=23)
-    a = torch.randn(256, 6, generator=torch.Generator().manual_seed(24)).half().to(device).T  # (6, 256) column-major
+@pytest.mark.parametrize("layout", ["column-major", "every-other-column"])
+def test_strided_activations(oracles, tol, device, layout):
+    t, w = oracles.random_v1(256, 64, 32, False, seed=23)
+    gen = torch.Generator().manual_seed(24)
+    if layout == "column-major":
+        a = torch.randn(256, 6, generator=gen).half().to(device).T  # (6, 256), stride (1, 6)
+    else:
+        a = torch.randn(6, 512, generator=gen).half().to(device)[:, ::2]  # (6, 256), stride (512, 2)
     check(w4a16_matmul(a, *(t[key].to(device) for key in KEYS)), a, w, tol)
+    check(w4a16_matmul(a, *(t[key].to(device) for key in KEYS), group_size=32), a, w, tol)  # sequential groups
 
 
 @pytest.mark.kernels()  # M = 0 launches nothing
@@ -67,6 +73,8 @@ def test_choose_split_k_fills_the_gpu_for_decode_only():
     assert choose_split_k(1, 4096, 4096, 16, 64, 128, 132) == 5  # 64 tiles: cdiv(264, 64)
     assert choose_split_k(16, 4096, 4096, 16, 64, 128, 132) == 5
     assert choose_split_k(256, 4096, 4096, 128, 128, 64, 132) == 1  # prefill: enough tiles
+    assert choose_split_k(64, 4096, 4096, 64, 64, 64, 132) == 5  # M = 64 still splits: cdiv(264, 64)
+    assert choose_split_k(65, 4096, 4096, 64, 64, 64, 132) == 1
     assert choose_split_k(1, 64, 256, 16, 64, 128, 132) == 1  # 2 K tiles: too few to split
     assert choose_split_k(1, 8, 1 << 20, 16, 64, 128, 132) == 16  # capped
 
