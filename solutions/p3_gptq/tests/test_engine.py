@@ -27,11 +27,11 @@ def test_sequential_group_size_finds_the_fast_path(case):
 
 
 @pytest.mark.parametrize("act", [False, True], ids=["sequential", "act-order"])
-def test_w4a16_linear_matches_the_dequantized_weight(oracles, tol, act):
+def test_w4a16_linear_matches_the_dequantized_weight(oracles, tol, device, act):
     t, w = oracles.random_v1(256, 72, 64, act, seed=50)
-    layer = W4A16Linear(*(t[key] for key in KEYS), group_size=0 if act else 64)
+    layer = W4A16Linear(*(t[key].to(device) for key in KEYS), group_size=0 if act else 64)
     x = torch.randn(2, 3, 256, generator=torch.Generator().manual_seed(51)).bfloat16()
-    y = layer(x)
+    y = layer(x.to(device)).cpu()
     assert y.shape == (2, 3, 72) and y.dtype == torch.bfloat16
     ref = x.float() @ w.T
     floor = float(((x.float() @ w.bfloat16().float().T).bfloat16().float() - ref).abs().mean() / ref.abs().mean())
@@ -40,13 +40,13 @@ def test_w4a16_linear_matches_the_dequantized_weight(oracles, tol, act):
 
 
 @in_worker
-def serve(folder: str, prompts: list[list[int]], max_tokens: int) -> dict:
-    """In the worker: minivllm serving the GPTQ folder in bf16 on CPU; greedy tokens per prompt and
-    the classes the engine's linears ended up as."""
+def serve(folder: str, prompts: list[list[int]], max_tokens: int, device: str) -> dict:
+    """In the worker: minivllm serving the GPTQ folder in bf16 (on CPU: the kernel in Triton's
+    interpreter); greedy tokens per prompt and the classes the engine's linears ended up as."""
     import gptq.engine  # noqa: F401  (registers minivllm's "gptq" loader)
     from minivllm import LLM, SamplingParams
 
-    llm = LLM(folder, dtype="bfloat16", device="cpu", max_num_seqs=4, max_model_len=128)
+    llm = LLM(folder, dtype="bfloat16", device=device, max_num_seqs=4, max_model_len=128, gpu_memory_utilization=0.2)
     model = llm.model_runner.model
     layer = model.model.layers[-1]
     outs = llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True))
@@ -58,10 +58,10 @@ def serve(folder: str, prompts: list[list[int]], max_tokens: int) -> dict:
 
 @pytest.mark.kernels()  # the engine's attention and norms are torch: the layer's own test grades the kernel
 @pytest.mark.points(2)
-def test_engine_serves_the_gptq_folder_greedy_as_the_dequantized_model(course_model, oracles, tmp_path):
+def test_engine_serves_the_gptq_folder_greedy_as_the_dequantized_model(course_model, oracles, tmp_path, device):
     deq = oracles.gptq_llama(tmp_path / "w4", course_model.folder)
     prompt = course_model.ids[1000:1012].tolist()
-    got = serve(str(tmp_path / "w4"), [prompt], 4)
+    got = serve(str(tmp_path / "w4"), [prompt], 4, device)
     assert got["linears"] == ["W4A16Linear"] * 4 and got["lm_head"] == "Linear"
     tokens = got["tokens"][0]
     assert len(tokens) == 4
