@@ -53,7 +53,8 @@ def check_claim(claimed_s: float, bracket_s: float, overhead_s: float) -> float:
     return claimed_s / net if net > 0 else 1.0
 
 
-def measure_remote(fn: Any, *, warmup: int, reps: int, flush_l2: bool, device: Any) -> timer.Timing:
+def measure_remote(fn: Any, *, warmup: int, reps: int, flush_l2: bool, device: Any,
+                   cuda_graph: bool = False) -> timer.Timing:
     from autograder.judge import plugin
 
     client = plugin.client()
@@ -61,13 +62,14 @@ def measure_remote(fn: Any, *, warmup: int, reps: int, flush_l2: bool, device: A
         fn = fn.resolve()
     dev = None if device is None else str(device)
     client.request(Op.MEASURE, fn, "warmup", {"warmup": warmup, "flush_l2": flush_l2, "device": dev,
-                                             "prime": True})
+                                             "prime": True, "cuda_graph": cuda_graph})
     start = time.perf_counter()
     client.request(Op.MEASURE, fn, "warmup", {"warmup": 0, "device": dev})
     round_trip = time.perf_counter() - start
     overhead = round_trip + empty_loop_s(reps, flush_l2, device)
     start = time.perf_counter()
-    samples = client.request(Op.MEASURE, fn, "timed", {"reps": reps, "flush_l2": flush_l2, "device": dev})
+    samples = client.request(Op.MEASURE, fn, "timed", {"reps": reps, "flush_l2": flush_l2, "device": dev,
+                                                       "cuda_graph": cuda_graph})
     bracket = time.perf_counter() - start
     if type(samples) is not list or len(samples) != reps or \
             not all(type(s) is float and math.isfinite(s) and s >= 0 for s in samples):

@@ -181,9 +181,10 @@ class Worker:
         device = options.get("device")
         if phase == "warmup":
             return session.warmup(target, int(options["warmup"]), bool(options.get("flush_l2", True)), device,
-                                  bool(options.get("prime", False)))
+                                  bool(options.get("prime", False)), bool(options.get("cuda_graph", False)))
         if phase == "timed":
-            return session.timed(target, int(options["reps"]), bool(options["flush_l2"]), device)
+            return session.timed(target, int(options["reps"]), bool(options["flush_l2"]), device,
+                                 bool(options.get("cuda_graph", False)))
         if phase == "audit":
             return session.audit(target, device)
         raise ProtocolError(f"unknown measure phase {phase!r}")

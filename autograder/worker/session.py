@@ -60,19 +60,29 @@ class TestSession:
         return self.accountant.export().to_json()
 
     # ---- the phases of a bracketed measurement ----------------------------------------------
-    def warmup(self, fn: Callable[[], object], count: int, flush_l2: bool, device: Any, prime: bool) -> None:
+    def warmup(self, fn: Callable[[], object], count: int, flush_l2: bool, device: Any, prime: bool,
+               cuda_graph: bool = False) -> None:
         """Pauses the accounting until the audit (stopping the profiler costs milliseconds: never
-        inside the phase the judge brackets)."""
+        inside the phase the judge brackets). With cuda_graph, captures fn here, outside the
+        bracket, for the timed phase to replay."""
         if self._pause is None and self.accountant is not None:
             self._pause = self.accountant.paused()
             self._pause.__enter__()
         for _ in range(count):
             fn()
+        if cuda_graph:
+            self._replay = (fn, timer.capture(fn, device))
         if prime:  # the timing loop's own first-use costs (events, the L2 scratch) outside the bracket
             timer.samples(lambda: None, 2, flush_l2, device)
         timer.synchronize(device)
 
-    def timed(self, fn: Callable[[], object], reps: int, flush_l2: bool, device: Any) -> list[float]:
+    def timed(self, fn: Callable[[], object], reps: int, flush_l2: bool, device: Any,
+              cuda_graph: bool = False) -> list[float]:
+        if cuda_graph:
+            captured, replay = getattr(self, "_replay", (None, None))
+            if captured is not fn:
+                raise RuntimeError("measure(cuda_graph=True): no graph captured for this call in its warm-up")
+            return timer.samples(replay, reps, flush_l2, device)
         return timer.samples(fn, reps, flush_l2, device)
 
     def resume(self) -> None:

@@ -91,8 +91,37 @@ def samples(fn: Callable[[], object], reps: int, flush_l2: bool, device: object 
     return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
 
 
-def timed(fn: Callable[[], object], warmup: int, reps: int, flush_l2: bool, device: object | None) -> Timing:
+def capture(fn: Callable[[], object], device: object | None) -> Callable[[], object]:
+    """fn captured in a CUDA graph: the returned call replays it (one launch, no host work in it),
+    as serving engines run decode steps. On CPU, fn itself: there are no graphs to capture.
+
+    The first call runs on a side stream, as torch asks before a capture; a call that cannot be
+    captured (a host sync, a CPU tensor, a shape read off the device) raises RuntimeError."""
+    cuda = cuda_device(device)
+    if cuda is None:
+        return fn
+    import torch
+
+    side = torch.cuda.Stream(cuda)
+    side.wait_stream(torch.cuda.current_stream(cuda))
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream(cuda).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            fn()
+    except Exception as e:  # noqa: BLE001  any failure to capture is the call's
+        raise RuntimeError(f"measure(cuda_graph=True): the call cannot be captured in a CUDA graph "
+                           f"({type(e).__name__}: {e}); no host syncs, .item() or CPU tensors inside it") from None
+    torch.cuda.synchronize(cuda)
+    return graph.replay
+
+
+def timed(fn: Callable[[], object], warmup: int, reps: int, flush_l2: bool, device: object | None,
+          cuda_graph: bool = False) -> Timing:
     for _ in range(warmup):
         fn()
     synchronize(device)
-    return Timing.from_samples(samples(fn, reps, flush_l2, device))
+    call = capture(fn, device) if cuda_graph else fn
+    return Timing.from_samples(samples(call, reps, flush_l2, device))

@@ -55,7 +55,13 @@ def write_folders(root):
             "checkpoint_format": "gptq"}})):
         folder = root / name
         folder.mkdir()
-        save_file({key: t.contiguous().cpu() for key, t in tensors.items()}, str(folder / "model.safetensors"))
+        # one file per layer (and the two tables): the sandbox caps a file at 2 GiB; loaders read every *.safetensors
+        shards: dict[str, dict] = {}
+        for key, t in tensors.items():
+            shard = key.split(".")[2] if key.startswith("model.layers.") else key.split(".")[-2]
+            shards.setdefault(shard, {})[key] = t.contiguous().cpu()
+        for shard, part in shards.items():
+            save_file(part, str(folder / f"model-{shard}.safetensors"))
         (folder / "config.json").write_text(json.dumps(cfg | {"torch_dtype": "bfloat16"} | extra))
         folders.append(str(folder))
     return folders
@@ -68,7 +74,7 @@ def engine_runner(folder: str, batch: int):
     import gptq.engine  # noqa: F401  (registers minivllm's "gptq" loader)
     from minivllm import LLM, SamplingParams
 
-    llm = LLM(folder, device="cuda", dtype="bfloat16", gpu_memory_utilization=0.3, max_num_seqs=16,
+    llm = LLM(folder, device="cuda", dtype="bfloat16", num_kv_blocks=256, max_num_seqs=16,
               max_model_len=512, enable_prefix_caching=False)
     calls = itertools.count(1)
     params = SamplingParams(temperature=0, max_tokens=OUT_LEN, ignore_eos=True)

@@ -17,7 +17,7 @@ def serve(folder: str, prompts: list[list[int]], max_tokens: int, device: str) -
     import gptq.engine  # noqa: F401  (registers minivllm's "gptq" loader)
     from minivllm import LLM, SamplingParams
 
-    llm = LLM(folder, dtype="bfloat16", device=device, max_num_seqs=4, max_model_len=128, gpu_memory_utilization=0.2)
+    llm = LLM(folder, dtype="bfloat16", device=device, max_num_seqs=4, max_model_len=128, num_kv_blocks=32)
     outs = llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True))
     return [list(o.outputs[0].token_ids) for o in outs]
 
@@ -28,7 +28,7 @@ def layer_output(folder: str, name: str, x: torch.Tensor, device: str) -> torch.
     import gptq.engine  # noqa: F401
     from minivllm import LLM
 
-    llm = LLM(folder, dtype="bfloat16", device=device, max_num_seqs=2, max_model_len=64, gpu_memory_utilization=0.2)
+    llm = LLM(folder, dtype="bfloat16", device=device, max_num_seqs=2, max_model_len=64, num_kv_blocks=16)
     return llm.model_runner.model.get_submodule(name)(x.to(device)).cpu()
 
 

@@ -46,7 +46,7 @@ def serve(folder: str, prompts: list[list[int]], max_tokens: int, device: str) -
     import gptq.engine  # noqa: F401  (registers minivllm's "gptq" loader)
     from minivllm import LLM, SamplingParams
 
-    llm = LLM(folder, dtype="bfloat16", device=device, max_num_seqs=4, max_model_len=128, gpu_memory_utilization=0.2)
+    llm = LLM(folder, dtype="bfloat16", device=device, max_num_seqs=4, max_model_len=128, num_kv_blocks=32)
     model = llm.model_runner.model
     layer = model.model.layers[-1]
     outs = llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True))
