@@ -13,7 +13,7 @@ MUTATION_STAMP := $(VENV)/.mutation-$(shell cat pyproject.toml | cksum | cut -d'
 RESULTS := results/$(if $(A),$(subst $(eval) ,+,$(strip $(A))),all)$(if $(SOLUTION),-solution,)
 GRADE_FLAGS := $(if $(SOLUTION),--solution,) --json $(RESULTS)/results.json --junit $(RESULTS)/junit.xml --markdown $(RESULTS)/summary.md
 
-.PHONY: grade test assignments check setup datasets datasets-check clean help release mutation figures interop
+.PHONY: grade test assignments check setup datasets datasets-check clean help release mutation figures interop gradescope
 
 help:
 	@echo "make grade [A=<id>] [SOLUTION=1]   grade assignments/ (or the reference solution)"
@@ -23,6 +23,7 @@ help:
 	@echo "make mutation A=<id> [MAX=40]      mutation-test the reference (writes solutions/<id>/mutation.toml)"
 	@echo "make figures                       rebuild the course figures (course/figures/png/) from the references"
 	@echo "make interop [SOLUTION=1]          P3: load your GPTQ checkpoint with gptqmodel (own venv, ~6 GB; not graded)"
+	@echo "make gradescope A=<id>             the Gradescope autograder zip (results/gradescope/<id>.zip)"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +45,14 @@ assignments: $(STAMP)
 
 check: $(STAMP)
 	$(PY) -m autograder check
+
+# The Gradescope autograder zip of one assignment: setup.sh (the course's pinned packages), run_autograder,
+# the grader, the stub and the hidden tests (never the reference). Grade a class locally with
+# `python -m autograder grade-class <id> <folder>` instead.
+GRADESCOPE_ZIP ?= results/gradescope/$(A).zip
+gradescope: $(STAMP)
+	@test -n "$(A)" || { echo "usage: make gradescope A=<id>"; exit 2; }
+	$(PY) -m autograder gradescope $(A) --out $(GRADESCOPE_ZIP)
 
 # Every figure is computed from named data (a reference solution's output, a config, a seeded
 # example); CPU only, ~15 s. The PNGs are deterministic: a rebuild rewrites the same bytes.

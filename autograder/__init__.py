@@ -8,6 +8,8 @@
   runtime (op accounting, forbidden-API patches, the course timer).
 - `protocol/`: what the judge and the worker share: message kinds, statuses, the wire, the
   shared-memory arenas, plain data, the accounting rules.
+- `classroom/`: outside any one grading: a whole class graded into a gradebook (late policy,
+  exports), the Gradescope package, and merging a CPU and a GPU grading of one submission.
 - `testing.py`, `timing.py`, `hardware.py`: the API test files use (oracle, in_worker, measure).
 
 The entry points are keyword-only functions in `autograder.host.grade`, `autograder.authoring.stubs`

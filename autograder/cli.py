@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autograder.authoring import invariants, stubs
-from autograder.host import report
+from autograder.classroom.commands import COMMANDS as CLASSROOM_COMMANDS
+from autograder.host import atomic, report
 from autograder.host.errors import GraderError
 from autograder.host.grade import grade_assignment, test_files
 from autograder.host.repo import Course, find_root
@@ -62,29 +63,55 @@ def grade(course: Course, ids: tuple[str, ...], solution: bool, submission: str 
           markdown: str | None, strict: bool, verbose: bool) -> None:
     """Grade assignments (all present when no id is given)."""
     results: list[AssignmentResult] = []
+    meta: dict[str, dict] = {}
     error = None
     try:
         targets = list(ids) or course.ids()
         if submission and len(targets) != 1:
             raise GraderError("--submission grades one assignment: name its id")
         for aid in targets:
+            submission = _package_root(course, aid, submission)
             _grade_one(course, aid, solution, submission, sandbox, hardware, jobs, verbose, results)
-    except BaseException as e:  # the results file is written whatever happened
+            meta[aid] = _meta(course, aid, solution, submission, results[-1].hardware)
+    except GraderError as e:  # a refusal the grader can explain: its results file says why (a failed grading)
         error = str(e) or type(e).__name__
         raise
+    except BaseException:
+        # Ctrl-C, a kill or a crash of the grader itself: no results file, which a caller could
+        # take for a grade (an earlier complete file at that path is left as it was)
+        json_path = junit = markdown = None
+        raise
     finally:
-        if json_path:
-            report.write_json(Path(json_path), results, error=error)
-        if junit:
-            report.write_junit(Path(junit), results)
-        if markdown:
-            Path(markdown).write_text(report.markdown(results))
+        report.write_files(results, error=error, meta={"assignments": meta} if meta else None, json_path=json_path,
+                           junit_path=junit, markdown_path=markdown)
     if len(results) > 1:
         console.rule("summary")
         for r in results:
             console.print(report.summary_line(r))
     if strict and any(t.graded and t.status != "passed" for r in results for t in r.tests):
         sys.exit(1)
+
+
+def _package_root(course: Course, aid: str, submission: str | None) -> str | None:
+    """The folder of the submission that holds the package, found at any depth (`dave/s05/kvcache/`)."""
+    from autograder.classroom.discover import package_root
+
+    if submission is None or not Path(submission).is_dir():
+        return submission  # grading says what is wrong with it
+    try:
+        root = package_root(Path(submission), course.spec(aid).package)
+    except ValueError as e:
+        raise GraderError(str(e)) from None
+    if root != Path(submission):
+        console.print(f"note: grading {escape(str(root))}, the folder in {escape(submission)} holding the package")
+    return str(root)
+
+
+def _meta(course: Course, aid: str, solution: bool, submission: str | None, hardware: str) -> dict:
+    from autograder.classroom.fingerprint import grading_meta
+
+    source = Path(submission) if submission else (course.solution_dir(aid) if solution else course.student_dir(aid))
+    return grading_meta(course, aid, source, hardware)
 
 
 def _grade_one(course: Course, aid: str, solution: bool, submission: str | None, sandbox: str,
@@ -170,9 +197,7 @@ def manual(results_json: Path, question: str, points: float, comment: str) -> No
         row = record_manual(data, question, points, comment)
     except ValueError as e:
         raise GraderError(str(e)) from None
-    tmp = results_json.with_name(results_json.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    tmp.replace(results_json)  # never a half-written results file
+    atomic.write_text(results_json, json.dumps(data, indent=1))  # never a half-written results file
     console.print(f"{row['name']}: {points:g}/{row['max_score']:g}; total now {data['score']:g}", highlight=False)
 
 
@@ -245,6 +270,11 @@ def schedule(course: Course) -> None:
     for week in plan.weeks:
         console.print(f"week {week.number}: {week.release:%Y-%m-%d} -> due {week.due:%Y-%m-%d %H:%M} UTC  "
                       + ", ".join(week.assignments))
+    from autograder.classroom.late import load_policy
+
+    late = load_policy(course)
+    console.print(f"late: {late.grace_minutes:g} min grace, -{late.penalty_per_day:.0%} per day late, "
+                  + (f"no credit after {late.max_days} days" if late.max_days is not None else "no limit"))
 
 
 @cli.command()
@@ -257,6 +287,10 @@ def release(course: Course, week: int, out: str) -> None:
 
     ids = build_release(course=course, week=week, out=Path(out))
     console.print(f"released {', '.join(ids)} into {out}")
+
+
+for _command in CLASSROOM_COMMANDS:  # grade-class, gradebook, merge, gradescope: autograder/classroom/commands.py
+    cli.add_command(_command)
 
 
 def main() -> None:

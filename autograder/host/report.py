@@ -7,6 +7,7 @@ a "[/]" in an error message must print, not crash the report.
 
 from __future__ import annotations
 
+import copy
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -15,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from autograder.host import atomic
 from autograder.host.results import ERROR, FAILED, MANUAL, NOT_GRADED, PASSED, AssignmentResult, TestResult
 
 STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", NOT_GRADED: "yellow", MANUAL: "cyan"}
@@ -108,8 +110,10 @@ def _visibility(t: TestResult) -> str:
     return "after_due_date" if t.test.hidden else "visible"
 
 
-def gradescope(results: list[AssignmentResult], *, error: str | None = None) -> dict:
-    """Gradescope's results.json schema; with `error`, a valid file that explains the crash."""
+def gradescope(results: list[AssignmentResult], *, error: str | None = None, meta: dict | None = None) -> dict:
+    """Gradescope's results.json schema; with `error`, a valid file that explains the crash (marked
+    `grading_failed` in its extra_data, so no caller takes it for a grade); `meta` (what identifies the
+    grading: submission hash, grader version) goes to the top-level extra_data."""
     tests = []
     for result in results:
         for n, t in enumerate(result.tests, 1):
@@ -128,17 +132,44 @@ def gradescope(results: list[AssignmentResult], *, error: str | None = None) -> 
     output = "\n".join(line for r in results for line in [summary_line(r), *(f"note: {n}" for n in r.notes)])
     if error:
         output = f"grading failed: {error}\n{output}".strip()
-    return {
+    data = {
         "score": round(sum(r.score for r in results), 4),
         "execution_time": round(sum(r.wall_s for r in results), 2),
         "output": output, "visibility": "visible", "stdout_visibility": "hidden",
         "tests": tests, "leaderboard": [],
     }
+    extra = ({"autograder": meta} if meta else {}) | ({"grading_failed": True} if error else {})
+    return data | ({"extra_data": extra} if extra else {})
 
 
-def write_json(path: Path, results: list[AssignmentResult], *, error: str | None = None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(gradescope(results, error=error), indent=1))
+UPLOAD_NOTE = {NOT_GRADED: "NOT GRADED HERE (needs other hardware)",
+               MANUAL: "PENDING: an instructor grades this answer"}
+
+
+def upload_form(data: dict) -> dict:
+    """A results dict as Gradescope should show it: a test this run did not grade (it needs other
+    hardware) or a written answer still pending has no status and no points, and its output says so
+    first, so Gradescope shows it neutral, never as a failure. Names stay as they are (`autograder
+    merge` and `autograder manual` find rows by name); the total is unchanged."""
+    out = copy.deepcopy(data)
+    for row in out.get("tests", []):
+        status = row.get("extra_data", {}).get("status")
+        if status not in UPLOAD_NOTE:
+            continue
+        for key in ("score", "max_score", "status"):
+            row.pop(key, None)
+        row["output"] = f"{UPLOAD_NOTE[status]}; no points counted in this score\n{row.get('output', '')}".strip()
+        if status == NOT_GRADED:
+            row["tags"] = [*row.get("tags", []), "not_graded_here"]
+    return out
+
+
+def write_json(path: Path, results: list[AssignmentResult], *, error: str | None = None,
+               meta: dict | None = None, upload: bool = False) -> None:
+    """results.json, written atomically (never a half-written file a caller could take for a grade);
+    `upload`: in the form Gradescope shows (`upload_form`)."""
+    data = gradescope(results, error=error, meta=meta)
+    atomic.write_text(path, json.dumps(upload_form(data) if upload else data, indent=1))
 
 
 def write_junit(path: Path, results: list[AssignmentResult]) -> None:
@@ -154,8 +185,8 @@ def write_junit(path: Path, results: list[AssignmentResult]) -> None:
             elif t.status != PASSED:
                 node = ET.SubElement(case, "failure", message=t.reason.splitlines()[0][:200] if t.reason else t.status)
                 node.text = t.output[-4000:]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ET.ElementTree(suites).write(path, encoding="unicode", xml_declaration=True)
+    text = ET.tostring(suites, encoding="unicode", xml_declaration=True)
+    atomic.write_text(path, text)
 
 
 def markdown(results: list[AssignmentResult]) -> str:
@@ -173,3 +204,15 @@ def markdown(results: list[AssignmentResult]) -> str:
         lines += [f"- `{aid}` `{t.test.nodeid}`: {t.reason.splitlines()[0] if t.reason else t.status}" for aid, t in failing]
         lines += ["", "</details>"]
     return "\n".join(lines) + "\n"
+
+
+def write_files(results: list[AssignmentResult], *, error: str | None, meta: dict | None, json_path: str | None,
+                junit_path: str | None, markdown_path: str | None) -> None:
+    """The report files asked for, each written whole or not at all; results.json in the form Gradescope
+    shows (`upload_form`)."""
+    if json_path:
+        write_json(Path(json_path), results, error=error, meta=meta, upload=True)
+    if junit_path:
+        write_junit(Path(junit_path), results)
+    if markdown_path:
+        atomic.write_text(Path(markdown_path), markdown(results))

@@ -76,5 +76,6 @@ def record_manual(results: dict, question: str, points: float, comment: str = ""
     row.update(score=points, max_score=full, status="passed" if points == full else "failed")
     row["extra_data"]["status"] = GRADED_MANUALLY
     row["output"] = f"graded by an instructor: {points:g}/{full:g}" + (f"\n{comment}" if comment else "")
-    results["score"] = round(sum(t["score"] for t in results["tests"]), 4)
+    # a row Gradescope shows neutral (not graded here) has no score
+    results["score"] = round(sum(t.get("score", 0) for t in results["tests"]), 4)
     return row
