@@ -19,6 +19,7 @@ import functools
 import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 from autograder.protocol.messages import ENV_ROLE, ROLE_WORKER, Op
@@ -121,3 +122,13 @@ def numeric_answer(root: str | os.PathLike[str], answer_id: str, key: str) -> fl
     if math.isnan(value):
         raise AssertionError(f"{rel}: {key} is not answered yet (nan): replace it with your value")
     return float(value)
+
+
+def course_model_dir(name: str = "course-llama") -> Path | None:
+    """datasets/models/<name> of the course tree (its config.json and model.safetensors), or None
+    where it is not built. Searched from $COURSE_ROOT, the working directory and its parents (a
+    grading runs in a staged copy), and the checkout the grader itself runs from."""
+    roots = [Path(os.environ["COURSE_ROOT"])] if os.environ.get("COURSE_ROOT") else []
+    roots += [Path.cwd(), *Path.cwd().parents, Path(__file__).resolve().parents[1]]
+    folders = (root / "datasets" / "models" / name for root in roots)
+    return next((f for f in folders if (f / "config.json").is_file() and (f / "model.safetensors").is_file()), None)

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from autograder.testing import oracle, tolerances
+from autograder.testing import course_model_dir, oracle, tolerances
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -231,17 +231,6 @@ def device() -> str:
 
 
 # ---- the course LLaMA -----------------------------------------------------------------------------
-
-def course_model_dir() -> Path | None:
-    """datasets/models/course-llama of the course tree, if it is there."""
-    roots = [Path(os.environ["COURSE_ROOT"])] if os.environ.get("COURSE_ROOT") else []
-    roots += list(Path(__file__).resolve().parents) + [Path.cwd(), *Path.cwd().parents]
-    import autograder
-
-    roots.append(Path(autograder.__file__).resolve().parents[1])
-    folders = (r / "datasets" / "models" / "course-llama" for r in roots)
-    return next((f for f in folders if (f / "model.safetensors").is_file()), None)
-
 
 LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 INPUT_OF = {"q_proj": "attn_in", "k_proj": "attn_in", "v_proj": "attn_in", "o_proj": "o_in",

@@ -9,13 +9,12 @@ from __future__ import annotations  # noqa: I001 (the grader's imports first, th
 
 import itertools
 import math
-import os
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
-from autograder.testing import tolerances
+from autograder.testing import course_model_dir, tolerances
 
 # Small tensors: one thread is fast enough and immune to a busy grading machine.
 torch.set_num_threads(1)
@@ -83,17 +82,6 @@ def fp8_oracle(x: torch.Tensor, tile: tuple[int, int]):
             stored = (block / s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
             deq[i * tm : (i + 1) * tm, j * tk : (j + 1) * tk] = stored.to(torch.float32) * s
     return scale, deq
-
-
-def course_model_dir() -> Path | None:
-    """datasets/models/course-llama of the course tree, if it is there."""
-    roots = [Path(os.environ["COURSE_ROOT"])] if os.environ.get("COURSE_ROOT") else []
-    roots += list(Path(__file__).resolve().parents) + [Path.cwd(), *Path.cwd().parents]
-    import autograder
-
-    roots.append(Path(autograder.__file__).resolve().parents[1])
-    folders = (r / "datasets" / "models" / "course-llama" for r in roots)
-    return next((f for f in folders if (f / "model.safetensors").is_file()), None)
 
 
 @pytest.fixture(scope="session")

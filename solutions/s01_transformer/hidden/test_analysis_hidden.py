@@ -7,26 +7,14 @@ definitions, evaluated on the shapes of their model object."""
 from __future__ import annotations
 
 import functools
-import os
-from pathlib import Path
 
 import pytest
 import torch
 from transformer import generate, load_model
 
-from autograder.testing import in_worker, numeric_answer
+from autograder.testing import course_model_dir, in_worker, numeric_answer
 
 PROMPT_LEN, NEW_TOKENS, CONTEXT, BATCH = 32, 32, 1024, 16
-
-
-def course_model_dir() -> Path | None:
-    """datasets/models/course-llama of the course tree (the same search as test_model_hidden)."""
-    roots = [Path(os.environ["COURSE_ROOT"])] if os.environ.get("COURSE_ROOT") else []
-    roots += list(Path(__file__).resolve().parents) + [Path.cwd(), *Path.cwd().parents]
-    import autograder
-
-    roots.append(Path(autograder.__file__).resolve().parents[1])
-    return next((f for r in roots if ((f := r / "datasets" / "models" / "course-llama") / "config.json").is_file()), None)
 
 
 COURSE_MODEL = course_model_dir()

@@ -5,13 +5,11 @@ Logit tolerance: atol = rtol = 1e-4 (fp32 CPU, logits O(1)) unless stated at the
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 import torch
-
 from transformer import SamplingParams, generate, load_model, process_logits, sample
+
+from autograder.testing import course_model_dir
 
 try:
     from autograder.testing import oracle
@@ -184,22 +182,6 @@ def test_huge_logits_stay_exact_and_sampleable(make_hf_llama, hf_logits):
 
 
 # ---- the course's trained model (built by datasets/train.py; skipped until it exists) ---------------
-
-
-def course_model_dir() -> Path | None:
-    roots = [Path(os.environ["COURSE_ROOT"])] if os.environ.get("COURSE_ROOT") else []
-    roots += list(Path(__file__).resolve().parents) + [Path.cwd(), *Path.cwd().parents]
-    try:
-        import autograder
-
-        roots.append(Path(autograder.__file__).resolve().parents[1])
-    except ImportError:
-        pass
-    for root in roots:
-        folder = root / "datasets" / "models" / "course-llama"
-        if (folder / "config.json").is_file():
-            return folder
-    return None
 
 
 COURSE_MODEL = course_model_dir()
