@@ -11,12 +11,12 @@ MAX    ?= 40
 MUTATION_STAMP := $(VENV)/.mutation-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 # One folder per assignment (and per reference run), so grading one never overwrites another's results.
 RESULTS := results/$(if $(A),$(subst $(eval) ,+,$(strip $(A))),all)$(if $(SOLUTION),-solution,)
-GRADE_FLAGS := $(if $(SOLUTION),--solution,) --json $(RESULTS)/results.json --junit $(RESULTS)/junit.xml --markdown $(RESULTS)/summary.md
+GRADE_FLAGS := $(if $(SOLUTION),--solution,) $(if $(V),--verbose,) --json $(RESULTS)/results.json --junit $(RESULTS)/junit.xml --markdown $(RESULTS)/summary.md
 
 .PHONY: grade test assignments check setup datasets datasets-check clean help release mutation figures interop gradescope
 
 help:
-	@echo "make grade [A=<id>] [SOLUTION=1]   grade assignments/ (or the reference solution)"
+	@echo "make grade [A=<id>] [SOLUTION=1] [V=1]   grade assignments/ (or the reference); V=1 prints failing tests' output"
 	@echo "make test                          the project's own tests"
 	@echo "make assignments                   regenerate assignments/ from solutions/"
 	@echo "make check                         check the course invariants"

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from autograder import marks
 from autograder.hardware import cuda_device_count, has_cuda
 from autograder.judge import importer
 from autograder.judge.client import WorkerClient
@@ -103,13 +104,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "points(n): points this test is worth (default 1)")
-    config.addinivalue_line("markers", "gpu: needs a CUDA GPU; not graded on machines without one")
-    config.addinivalue_line("markers", "perf: a performance test graded against hardware thresholds")
-    config.addinivalue_line("markers", "world_size(n, backend='gloo'): a multi-rank test; its `ranks` fixture "
-                            "runs code on n ranks (backend 'nccl': one GPU per rank, not graded with fewer)")
-    config.addinivalue_line("markers", "kernels(*modules): Triton kernels of these modules must run "
-                            "(overrides the spec's require_kernels; no argument: none required)")
+    marks.register(config)
     if config.getoption("--ag-results") or config.getoption("--ag-manifest"):
         _no_dumps()
         config.pluginmanager.register(_Recorder(config), "autograder-recorder")
