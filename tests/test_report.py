@@ -83,3 +83,11 @@ def test_markup_in_student_text_is_printed_literally():
     r.notes.append("a note with [/red] in it")
     text = _printed(r)
     assert "odd [/] and [bold] text" in text and "a note with [/red] in it" in text
+
+
+def test_public_files_print_before_hidden_ones():
+    r = _result(["failed", "failed"])
+    hidden = r.tests[0].test
+    hidden.file, hidden.nodeid = "hidden/test_a_hidden.py", "hidden/test_a_hidden.py::t0"  # hidden: by its folder
+    text = _printed(r)  # the hidden file comes first in the results, as sorted file names put it
+    assert text.index("tests/test_a.py") < text.index("hidden/test_a_hidden.py")

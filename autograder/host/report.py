@@ -91,7 +91,8 @@ def print_result(result: AssignmentResult, console: Console | None = None, verbo
     by_file: dict[str, list[TestResult]] = {}
     for t in result.tests:
         by_file.setdefault(t.test.file, []).append(t)
-    for tests in by_file.values():
+    # public files first: what a student can run and read comes before what only the grader holds
+    for tests in sorted(by_file.values(), key=lambda ts: ts[0].test.hidden):
         for row in _file_rows(tests, verbose):
             table.add_row(*row)
     console.print(table)
