@@ -91,3 +91,13 @@ def test_public_files_print_before_hidden_ones():
     hidden.file, hidden.nodeid = "hidden/test_a_hidden.py", "hidden/test_a_hidden.py::t0"  # hidden: by its folder
     text = _printed(r)  # the hidden file comes first in the results, as sorted file names put it
     assert text.index("tests/test_a.py") < text.index("hidden/test_a_hidden.py")
+
+
+def test_tests_failing_for_the_same_reason_fold_into_one_row_with_a_count():
+    r = _result(["failed"] * 5 + ["failed"])
+    for t in r.tests[:5]:
+        t.reason = "NotImplementedError: s00.1: add"
+    r.tests[5].reason = "AssertionError: 3 != 4"
+    text = _printed(r)
+    assert text.count("s00.1: add") == 1 and "4 more failing the same way" in text
+    assert "3 != 4" in text  # another reason keeps its own row

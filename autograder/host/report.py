@@ -72,10 +72,27 @@ def _file_rows(tests: list[TestResult], verbose: bool) -> list[tuple[str, ...]]:
         return [(escape(f"{file} ({len(tests)} tests)"), suite, "[green]passed[/]", points,
                  f"{sum(t.duration_s for t in tests):.1f}s", "")]
     rows = [(f"[bold]{escape(file)}[/]", suite, "", "", "", "")]
-    rows += [_test_row(t, "  " + t.test.nodeid.split("::", 1)[-1]) for t in tests if t not in quiet]
+    rows += _failing_rows([t for t in tests if t not in quiet], suite)
     if quiet:
         rows.append((f"  … {len(quiet)} more passed", suite, "[green]passed[/]",
                      f"{_fmt(sum(t.score for t in quiet))}/{_fmt(sum(t.test.points for t in quiet))}", "", ""))
+    return rows
+
+
+def _failing_rows(tests: list[TestResult], suite: str) -> list[tuple[str, ...]]:
+    """One row per test, except that tests failing for the same reason (an unfilled stub's
+    NotImplementedError with its task id, typically) fold into their first row and a count."""
+    by_reason: dict[str, list[TestResult]] = {}
+    for t in tests:
+        key = _detail(t) if t.status in (FAILED, ERROR) and _detail(t) else f"\0{t.test.nodeid}"
+        by_reason.setdefault(key, []).append(t)
+    rows = []
+    for group in by_reason.values():
+        rows.append(_test_row(group[0], "  " + group[0].test.nodeid.split("::", 1)[-1]))
+        if len(group) > 1:
+            points = f"{_fmt(sum(t.score for t in group[1:]))}/{_fmt(sum(t.test.points for t in group[1:]))}"
+            rows.append((f"  … {len(group) - 1} more failing the same way", suite, f"[red]{group[0].status}[/]",
+                         points, f"{sum(t.duration_s for t in group[1:]):.1f}s", ""))
     return rows
 
 
