@@ -13,10 +13,10 @@ MARKS = (
     "points(n): points this test is worth (default 1)",
     "gpu: needs a CUDA GPU; not graded on machines without one",
     "perf: a performance test graded against hardware thresholds",
-    "world_size(n, backend='gloo'): a multi-rank test; its `ranks` fixture runs code on n ranks "
-    "(backend 'nccl': one GPU per rank, not graded with fewer)",
-    "kernels(*modules): Triton kernels of these modules must run (overrides the spec's require_kernels; "
-    "no argument: none required)",
+    ("world_size(n, backend='gloo'): a multi-rank test; its `ranks` fixture runs code on n ranks "
+     "(backend 'nccl': one GPU per rank, not graded with fewer)"),
+    ("kernels(*modules): Triton kernels of these modules must run (overrides the spec's require_kernels; "
+     "no argument: none required)"),
 )
 
 
