@@ -17,6 +17,7 @@ from autograder.host.errors import GraderError
 from autograder.host.grade import grade_assignment, test_files
 from autograder.host.repo import Course, find_root
 from autograder.host.results import AssignmentResult
+from autograder.notebooks.commands import notebooks as NOTEBOOK_COMMANDS
 
 console = Console(stderr=False)
 SANDBOXES = click.Choice(["auto", "bwrap", "none", "docker"])
@@ -280,17 +281,23 @@ def schedule(course: Course) -> None:
 @cli.command()
 @click.option("--week", type=int, required=True, help="release the assignments of weeks 1..WEEK")
 @click.option("--out", type=click.Path(), required=True, help="a new folder for the student release")
+@click.option("--repo", type=click.Path(), default=None,
+              help="also commit the release as the next commit of this student repository (created if new)")
 @click.pass_obj
-def release(course: Course, week: int, out: str) -> None:
+def release(course: Course, week: int, out: str, repo: str | None) -> None:
     """Build the student release of weeks 1..N (no solutions, no hidden tests)."""
-    from autograder.authoring.release import build_release
+    from autograder.authoring.release import build_release, publish
 
     ids = build_release(course=course, week=week, out=Path(out))
     console.print(f"released {', '.join(ids)} into {out}")
+    if repo:
+        commit = publish(Path(out), Path(repo), week)
+        console.print(f"committed week {week} to {repo} ({commit[:12]}): students merge it with `git pull`")
 
 
 for _command in CLASSROOM_COMMANDS:  # grade-class, gradebook, merge, gradescope: autograder/classroom/commands.py
     cli.add_command(_command)
+cli.add_command(NOTEBOOK_COMMANDS)  # notebooks list|release|grade: autograder/notebooks/commands.py
 
 
 def main() -> None:

@@ -148,3 +148,42 @@ def test_a_stage_notes_instructor_section_is_cut_up_to_the_next_heading():
     assert student_note(note) == "# S\n\n## Goals\ng\n\n## After\na\n"
     assert student_note("# S\n\n## Which tests check what\nx\n") == "# S\n"
     assert student_note("# S\n") == "# S\n"
+
+
+def test_releases_are_commits_a_student_merges_into_their_own_work(demo_course, tmp_path):
+    """Week 1 and week 2 published to a student repository: its history holds releases only (no
+    solutions/, no hidden tests in any commit), and a student's clone with work of their own on
+    week 1 merges week 2 with `git pull` without a conflict."""
+    import subprocess
+
+    from autograder.authoring.release import RELEASE_AUTHOR, publish
+
+    def git(cwd, *args):
+        return subprocess.run(["git", *RELEASE_AUTHOR, *args], cwd=cwd, capture_output=True, text=True,
+                              check=True).stdout
+
+    (demo_course.root / "course").mkdir(exist_ok=True)
+    (demo_course.root / "course" / "schedule.toml").write_text(
+        '[[week]]\nnumber = 1\nrelease = 2027-01-11\ndue = 2027-01-18\nassignments = ["s00_demo"]\n')
+    hub = tmp_path / "student-repo"
+    build_release(course=demo_course, week=1, out=tmp_path / "w1")
+    publish(tmp_path / "w1", hub, 1)
+    student = tmp_path / "alice"
+    git(tmp_path, "clone", "-q", str(hub), str(student))
+    ops = student / "assignments" / "s00_demo" / "demo" / "ops.py"
+    ops.write_text(ops.read_text() + "\n# alice's work\n")
+    git(student, "commit", "-qam", "my work")
+
+    from autograder.authoring.stubs import write_assignment
+
+    handout = demo_course.solutions / "s00_demo" / "README.md"  # week 2 brings an erratum to the handout
+    handout.write_text(handout.read_text().replace("\n", "\n\nAn erratum for week 2.\n", 1))
+    write_assignment(demo_course, "s00_demo")
+    build_release(course=demo_course, week=1, out=tmp_path / "w2")
+    publish(tmp_path / "w2", hub, 2)
+    git(student, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+    assert "alice's work" in ops.read_text()
+    assert "erratum" in (student / "assignments" / "s00_demo" / "README.md").read_text()
+    paths = git(hub, "log", "--all", "--name-only", "--format=")
+    assert paths and not [p for p in paths.split() if p.startswith("solutions/") or "/hidden/" in p]
+    assert git(hub, "log", "--format=%s").split("\n")[:2] == ["week 2", "week 1"]

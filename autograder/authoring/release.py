@@ -1,4 +1,5 @@
-"""Build the student release of weeks 1..N: the generated assignments, the grader, the course notes.
+"""Build the student release of weeks 1..N: the generated assignments, the grader, the course notes;
+and publish it as the next commit of a student repository.
 
 No `solutions/`, no hidden tests, no mutants: invariant 4 is checked on the folder it writes. Only
 what is out by week N: the stage notes of the stages released so far (without their instructor
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 from autograder.authoring.schedule import load_schedule
@@ -83,3 +85,33 @@ def schedule_text(course: Course, week: int) -> str:
         if "[[week]]" not in paragraph or (number and int(number.group(1)) <= week):
             kept.append(paragraph.strip("\n"))
     return "\n\n".join(kept) + "\n"
+
+
+RELEASE_AUTHOR = ("-c", "user.name=course releases", "-c", "user.email=releases@course.invalid")
+
+
+def publish(release: Path, repo: Path, week: int) -> str:
+    """Commit the release folder as the next commit of the student repository `repo` (created on
+    first use, branch main): its tree becomes the release's, whatever the last one held. The
+    repository only ever holds releases, so its history never held solutions/ or hidden tests, and
+    a student whose clone tracks it merges week N+1 into their own work with `git pull`.
+    Returns the new commit's id."""
+    if not (repo / ".git").is_dir():
+        repo.mkdir(parents=True, exist_ok=True)
+        _git(repo, "init", "-q", "-b", "main")
+    for child in repo.iterdir():
+        if child.name != ".git":
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    shutil.copytree(release, repo, dirs_exist_ok=True)
+    _git(repo, "add", "-A")
+    if not _git(repo, "status", "--porcelain"):
+        raise GraderError(f"week {week}: the release is the same as the last commit of {repo}; nothing to publish")
+    _git(repo, *RELEASE_AUTHOR, "commit", "-q", "-m", f"week {week}")
+    return _git(repo, "rev-parse", "HEAD").strip()
+
+
+def _git(repo: Path, *args: str) -> str:
+    run = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
+    if run.returncode:
+        raise GraderError(f"git {' '.join(args)} in {repo} failed: {run.stderr.strip() or run.stdout.strip()}")
+    return run.stdout
