@@ -34,7 +34,7 @@ def write_folders(root):
 
     gen = torch.Generator("cuda").manual_seed(0)
     cfg = LLAMA3_8B_LAYERS
-    rand = lambda *shape: (torch.randn(*shape, generator=gen, device="cuda") * 0.02).bfloat16()  # noqa: E731
+    rand = lambda *shape: (torch.randn(*shape, generator=gen, device="cuda") * 0.02).bfloat16()
     common = {"model.embed_tokens.weight": rand(cfg["vocab_size"], 4096), "lm_head.weight": rand(cfg["vocab_size"], 4096),
               "model.norm.weight": torch.ones(4096, dtype=torch.bfloat16, device="cuda")}
     fp, q = dict(common), dict(common)

@@ -1,25 +1,12 @@
-"""gptq.engine, more: an act-order folder (the kernel's g_idx path) served greedy as the dequantized
-model, greedy agreement with the FP engine reported, and a folder missing a linear refused."""
+"""gptq.engine, more: an act-order folder (the kernel's g_idx path) loaded layer by layer equal to
+its dequantized weights, and a folder missing a linear refused (served greedy: the serving file)."""
 
 import pytest
 import torch
 
 from autograder.testing import in_worker
 
-GAP = 0.05  # logits; see tests/test_engine.py
-
 pytestmark = pytest.mark.kernels()  # the engine's torch parts run beside the kernel
-
-
-@in_worker
-def serve(folder: str, prompts: list[list[int]], max_tokens: int, device: str) -> list[list[int]]:
-    """In the worker: greedy tokens of minivllm in bf16 serving `folder` (GPTQ or FP)."""
-    import gptq.engine  # noqa: F401  (registers minivllm's "gptq" loader)
-    from minivllm import LLM, SamplingParams
-
-    llm = LLM(folder, dtype="bfloat16", device=device, max_num_seqs=4, max_model_len=128, num_kv_blocks=32)
-    outs = llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True))
-    return [list(o.outputs[0].token_ids) for o in outs]
 
 
 @in_worker
@@ -46,15 +33,9 @@ def load_error(folder: str) -> str:
 
 
 @pytest.mark.points(2)
-def test_act_order_folder_is_served_as_the_dequantized_model(course_model, oracles, tmp_path, device):
+def test_act_order_folder_loads_layers_equal_to_the_dequantized_weights(course_model, oracles, tmp_path, device):
+    """Act-order groups mix the columns of a tile: each loaded layer against its dequantized weight."""
     deq = oracles.gptq_llama(tmp_path / "act", course_model.folder, act_order=True)
-    prompt = course_model.ids[5000:5010].tolist()
-    tokens = serve(str(tmp_path / "act"), [prompt], 4, device)[0]
-    weights = {name.removesuffix(".weight"): w for name, w in deq.items()}
-    gaps = oracles.greedy_gaps(course_model.forward(course_model.sd, torch.tensor(prompt + tokens), weights),
-                               len(prompt), tokens)
-    assert len(tokens) == 4 and max(gaps) <= GAP, f"tokens {tokens}: logit gaps {gaps}"
-    # Every linear of a layer against its dequantized weight: act-order groups mix the columns of a tile.
     x = torch.randn(5, 384, generator=torch.Generator().manual_seed(60)).bfloat16()
     for name in ("model.layers.1.self_attn.q_proj", "model.layers.1.mlp.gate_proj"):
         ref = x.float() @ deq[name + ".weight"].T
@@ -62,8 +43,6 @@ def test_act_order_folder_is_served_as_the_dequantized_model(course_model, oracl
                       / ref.abs().mean())
         err = float((layer_output(str(tmp_path / "act"), name, x, device).float() - ref).abs().mean() / ref.abs().mean())
         assert err < floor + 1e-3, f"{name}: rel error {err:.2e}, bound {floor:.2e} + 1e-3"
-    fp = serve(str(course_model.folder), [prompt], 4, device)[0]
-    print(f"greedy agreement with the FP engine (bf16): {sum(a == b for a, b in zip(tokens, fp))}/4 tokens")
 
 
 def test_a_folder_missing_a_linear_is_refused_by_name(course_model, oracles, tmp_path):
