@@ -6,6 +6,7 @@ Run it from the assignment folder once your `benchmark` passes its tests:
 
     python measure_machine.py                 # the GPU if torch sees one, else the CPU
     python measure_machine.py --device cpu
+    python measure_machine.py --plot          # draw answers/machine_roofline.png from your files
 
 It takes under a minute on a GPU and one to three minutes on a laptop CPU. Run it on an idle machine
 and do not edit its output: the grader checks the file's shape and that its times are physically
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 from pathlib import Path
 
@@ -69,11 +71,59 @@ def measure(device: str) -> dict:
     }
 
 
+def plot(run: dict, answers: dict, path: Path) -> None:
+    """Your roofline: the four matmuls at their intensity 2n / (3b) and achieved FLOP/s (medians of
+    machine.json), under the roofs of your own answers (copy_gb_per_s and the best tflops_n*), if
+    you have written them: a picture to check your numbers and your reading against, not a grade."""
+    import statistics
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    b = run["dtype_bytes"]
+    points = [(2 * m["n"] / (3 * b), 2 * m["n"] ** 3 / statistics.median(m["times_s"]), m["n"]) for m in run["matmul"]]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax.scatter([x for x, _, _ in points], [y for _, y, _ in points], zorder=3, label="your matmuls (median)")
+    for x, y, n in points:
+        ax.annotate(f"n={n}", (x, y), textcoords="offset points", xytext=(5, -12), fontsize=8)
+    tflops = [answers.get(f"tflops_n{m['n']}") for m in run["matmul"]]
+    bandwidth = answers.get("copy_gb_per_s")
+    if all(isinstance(v, float) and math.isfinite(v) and v > 0 for v in (*tflops, bandwidth)):  # nan until answered
+        peak, bw = max(tflops) * 1e12, bandwidth * 1e9
+        xs = [min(x for x, _, _ in points) / 4, max(x for x, _, _ in points) * 4]
+        ridge = peak / bw
+        ax.plot([xs[0], ridge, xs[1]], [xs[0] * bw, peak, peak], "k-", lw=1.5,
+                label=f"your roofs: {bandwidth:.3g} GB/s, {max(tflops):.3g} TFLOP/s (ridge {ridge:.3g})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("FLOP/s")
+    ax.set_title(f"{run['device_name']}, {run['dtype']}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=sorted(DTYPES), default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--plot", action="store_true", help="draw answers/machine_roofline.png from --out and "
+                        "answers/machine.toml instead of measuring")
     args = parser.parse_args()
+    if args.plot:
+        import tomllib
+
+        if not args.out.is_file():
+            raise SystemExit(f"{args.out} is missing: run `python measure_machine.py` first")
+        toml = args.out.with_suffix(".toml")
+        answers = tomllib.loads(toml.read_text()) if toml.is_file() else {}
+        image = args.out.parent / "machine_roofline.png"
+        plot(json.loads(args.out.read_text()), answers, image)
+        print(f"wrote {image}")
+        return
     from hwnumerics import summarize
 
     run = measure(args.device)
