@@ -9,14 +9,17 @@ KEYS = ("qweight", "qzeros", "scales", "g_idx")
 
 
 @pytest.mark.kernels()  # no kernel: reads g_idx
-@pytest.mark.parametrize("case", ["g128", "partial-last-group", "one-group", "act-order", "uneven"])
+@pytest.mark.parametrize("case", ["g128", "partial-last-group", "one-group", "g1", "act-order", "uneven",
+                                  "no-group-0"])
 def test_sequential_group_size_finds_the_fast_path(case):
     g_idx, expected = {
         "g128": (torch.arange(256) // 128, 128),
         "partial-last-group": (torch.arange(320) // 128, 128),
         "one-group": (torch.zeros(64, dtype=torch.int64), 64),
         "act-order": ((torch.arange(256) // 32)[torch.randperm(256, generator=torch.Generator().manual_seed(0))], 0),
+        "g1": (torch.arange(16), 1),  # every channel its own group: still sequential
         "uneven": (torch.tensor([0, 0, 1, 1, 1, 1, 1, 1]), 0),  # groups of 2 and 6: no single size
+        "no-group-0": (torch.ones(8, dtype=torch.int64), 0),  # not a layout the fast path reads
     }[case]
     assert sequential_group_size(g_idx.to(torch.int32)) == expected
 
