@@ -28,7 +28,7 @@ help:
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check "$(TORCH)"
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev,docker]"
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[dev,docker,notebooks,cluster]"
 	@rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 setup: $(STAMP)

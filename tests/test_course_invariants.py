@@ -5,17 +5,19 @@ untouched stub none, and every broken variant in mutants.toml must lose points."
 
 from __future__ import annotations
 
-import pytest
-
 from concurrent.futures import ThreadPoolExecutor
 
-from autograder.authoring.invariants import check_handout, check_reference, check_stub, check_sync
-from autograder.hardware import has_cuda
+import pytest
+
+from autograder.authoring.invariants import check_handout, check_notebook, check_reference, check_stub, check_sync
 from autograder.authoring.mutants import grade_mutants, load_mutants
+from autograder.hardware import has_cuda
 from autograder.host.repo import Course, find_root
+from autograder.notebooks.exercise import notebook_ids
 
 COURSE = Course(find_root())
 IDS = COURSE.ids()
+NOTEBOOK_IDS = notebook_ids(COURSE)
 # Broken variants are graded two at a time: each grading is one judge and one worker taking turns
 # (about one core), and they are ~200 of the suite's minutes. Load can only make a variant lose
 # more points (a timeout), never save one.
@@ -40,6 +42,12 @@ def test_reference_earns_every_cpu_gradable_point(aid):
 @pytest.mark.parametrize("aid", IDS)
 def test_untouched_stub_earns_nothing(aid):
     assert check_stub(COURSE, aid, sandbox="auto", hardware="cpu") == []
+
+
+@pytest.mark.parametrize("nid", NOTEBOOK_IDS)
+def test_notebook_source_earns_every_point_and_its_release_none(nid):
+    """The notebook exercises keep the invariants too: graded like packages, released by nbgrader."""
+    assert check_notebook(COURSE, nid, sandbox="auto", hardware="cpu") == []
 
 
 @pytest.mark.parametrize("aid", IDS)

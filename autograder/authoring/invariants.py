@@ -5,15 +5,20 @@
    the spec and the tests give.  4. No solution body or hidden test in a release; a file or package
    that answers an earlier exercise ([[given]]) ships whole, and only after that exercise is due.
 5. (Grading always yields a complete result: the project's adversarial tests check that.)
+A notebook exercise (solutions/notebooks/) keeps 1, 2 and 4 too: its source notebook earns every
+point, and the notebook nbgrader releases earns none and holds no solution.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 from autograder.authoring.handout import current_handout
 from autograder.authoring.markers import has_markers
 from autograder.authoring.stubs import leaked_solutions, stale_paths
+from autograder.host.errors import GraderError
 from autograder.host.grade import grade_assignment
 from autograder.host.repo import Course
 
@@ -121,6 +126,24 @@ def check_stub(course: Course, aid: str, sandbox: str, hardware: str | None = No
     return [f"{aid}: the untouched stub earns points on {t.test.nodeid}" for t in result.tests if t.score > 0]
 
 
+def check_notebook(course: Course, nid: str, sandbox: str, hardware: str | None = None) -> list[str]:
+    """Invariants 1, 2 and 4 of a notebook exercise (its release checks itself for leaks)."""
+    from autograder.notebooks.grade import grade_notebook
+    from autograder.notebooks.release import release_notebook
+
+    reference = grade_notebook(course=course, exercise_id=nid, notebook=None, sandbox=sandbox, hardware=hardware)
+    problems = [f"{nid}: the source notebook loses points on {t.test.nodeid}: {(t.reason or t.status)[-600:]}"
+                for t in reference.result.tests if t.graded and t.score < t.test.points - 1e-9]
+    with tempfile.TemporaryDirectory(prefix="ag-notebook-check-") as out:
+        try:
+            released = release_notebook(course=course, exercise_id=nid, out=Path(out))
+        except GraderError as e:
+            return problems + [f"{nid}: {e}"]
+        stub = grade_notebook(course=course, exercise_id=nid, notebook=released, sandbox=sandbox, hardware=hardware)
+    return problems + [f"{nid}: the released notebook earns points on {t.test.nodeid}"
+                       for t in stub.result.tests if t.score > 0]
+
+
 def check_all(*, course: Course, ids: list[str] | None, grade: bool, sandbox: str, say: Say) -> list[str]:
     failures: list[str] = []
     for aid in ids or course.ids():
@@ -129,6 +152,13 @@ def check_all(*, course: Course, ids: list[str] | None, grade: bool, sandbox: st
             found += check_reference(course, aid, sandbox) + check_stub(course, aid, sandbox)
         say(f"{aid}: " + ("[green]ok[/]" if not found else "[red]" + "; ".join(found) + "[/]"))
         failures += found
+    if ids is None and grade:
+        from autograder.notebooks.exercise import notebook_ids
+
+        for nid in notebook_ids(course):
+            found = check_notebook(course, nid, sandbox)
+            say(f"notebook {nid}: " + ("[green]ok[/]" if not found else "[red]" + "; ".join(found) + "[/]"))
+            failures += found
     if ids is None and (found := check_schedule(course)):
         say("schedule: [red]" + "; ".join(found) + "[/]")
         failures += found

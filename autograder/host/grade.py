@@ -228,7 +228,7 @@ def _collect(course: Course, spec: AssignmentSpec, master_dir: Path, trusted: di
     """The master tests' ids, points and marks, collected over trusted code (cached by content)."""
     collect_dir = stage(root=root, name="collect", master_dir=master_dir, spec=spec, package_files=trusted,
                         test_files=None)
-    return collect_expected(collect_dir, _base_env(collect_dir, 1), course.root / ".cache" / "autograder",
+    return collect_expected(collect_dir, _base_env(collect_dir, 1), course.cache_dir,
                             spec.package, spec.packages[1:])
 
 

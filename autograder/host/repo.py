@@ -24,6 +24,13 @@ def find_root(start: Path | None = None) -> Path:
 @dataclass(frozen=True)
 class Course:
     root: Path
+    # where collected test manifests are cached (by content); a course staged in a temporary folder
+    # (a notebook's grading) points it at its real course's, so the cache outlives the folder
+    cache: Path | None = None
+
+    @property
+    def cache_dir(self) -> Path:
+        return self.cache or self.root / ".cache" / "autograder"
 
     @property
     def solutions(self) -> Path:
