@@ -1,5 +1,6 @@
 import dataclasses
 import datetime as dt
+import re
 
 import pytest
 
@@ -134,6 +135,13 @@ def test_week_two_ships_only_what_is_out_by_week_two(repo_course, tmp_path):
         text = (out / "course" / "stages" / note).read_text()
         assert "Which tests check what" not in text and "mutants.toml" not in text and "_hidden.py" not in text, note
     assert not (out / "gpu_runners").exists()
+    readme, makefile = (out / "README.md").read_text(), (out / "Makefile").read_text()
+    assert "git pull course main" in readme and "## Instructors" not in readme  # the student's README
+    targets = set(re.findall(r"^([a-z-]+):", makefile, re.MULTILINE))
+    assert {"grade", "setup", "schedule"} <= targets and not targets & {"release", "mutation", "gradescope", "test"}
+    dry = subprocess.run(["make", "-n", "grade", "A=s01_transformer"], cwd=out, capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert dry.returncode == 0 and "autograder grade s01_transformer" in dry.stdout, dry.stderr
     listed = subprocess.run([sys.executable, "-m", "autograder", "schedule"], cwd=out, capture_output=True, text=True,
                             env={"PYTHONPATH": str(out), "PATH": "/usr/bin:/bin"}, timeout=120)
     assert listed.returncode == 0, listed.stderr

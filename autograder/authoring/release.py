@@ -1,8 +1,8 @@
 """Build the student release of weeks 1..N: the generated assignments, the grader, the course notes;
 and publish it as the next commit of a student repository.
 
-No `solutions/`, no hidden tests, no mutants: invariant 4 is checked on the folder it writes. Only
-what is out by week N: the stage notes of the stages released so far (without their instructor
+No `solutions/`, no hidden tests, no mutants: invariant 4 is checked on the folder it writes. The
+student's README and Makefile (course/student/), not the instructor's. Only what is out by week N: the stage notes of the stages released so far (without their instructor
 section, which names hidden test files and the mutants), the schedule's weeks 1..N; no GPU-runner
 scripts (calibration and CI are the instructor's).
 """
@@ -20,7 +20,9 @@ from autograder.host.course_files import INSTRUCTOR_ONLY, ignore
 from autograder.host.errors import GraderError
 from autograder.host.repo import Course
 
-SHIPPED = ("README.md", "Makefile", "pyproject.toml", ".gitignore", "autograder", "datasets", "coursedata")
+SHIPPED = ("pyproject.toml", ".gitignore", "autograder", "datasets", "coursedata")
+# The student's README and Makefile (setup, grade, schedule, interop), not the instructor's.
+STUDENT_FILES = {"README.md": "course/student/README.md", "Makefile": "course/student/Makefile"}
 IGNORED = ignore(*INSTRUCTOR_ONLY)
 INSTRUCTOR_SECTION = "## Which tests check what"  # the last section of a stage note: hidden files, mutants
 
@@ -44,6 +46,9 @@ def build_release(*, course: Course, week: int, out: Path) -> list[str]:
             shutil.copytree(source, out / name, ignore=IGNORED)
         elif source.is_file():
             shutil.copy2(source, out / name)
+    for name, source in STUDENT_FILES.items():
+        if (course.root / source).is_file():
+            shutil.copy2(course.root / source, out / name)
     _ship_course_notes(course, {course.spec(aid).stage for aid in ids}, schedule_text(course, week), out)
     for aid in ids:
         shutil.copytree(course.assignments / aid, out / "assignments" / aid, ignore=IGNORED)
@@ -58,7 +63,7 @@ def _ship_course_notes(course: Course, stages: set[int], schedule: str, out: Pat
     source = course.root / "course"
     if not source.is_dir():
         return
-    shutil.copytree(source, out / "course", ignore=ignore(*INSTRUCTOR_ONLY, "stages", "schedule.toml"))
+    shutil.copytree(source, out / "course", ignore=ignore(*INSTRUCTOR_ONLY, "stages", "schedule.toml", "student"))
     (out / "course" / "schedule.toml").write_text(schedule)
     (out / "course" / "stages").mkdir()
     for note in sorted((source / "stages").glob("*.md")):
