@@ -12,19 +12,13 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
-import tarfile
 import time
-import zipfile
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
+from class_builder import CLASS, cli, graded_rows, make_class, scores_alone
 
 from autograder.authoring.stubs import write_assignment
-from autograder.classroom.discover import Entry, locate
 from autograder.host import atomic
-from autograder.host.grade import grade_assignment
 
 SCHEDULE = """[[week]]
 number = 1
@@ -37,101 +31,10 @@ grace_minutes = 10
 penalty_per_day = 0.1
 max_days = 3
 """
-# student -> (what they submit, how it lies in the class folder)
-CLASS = {
-    "ada": ("full", "dir"), "ben": ("full", "dir"), "cy": ("full", "dir"), "dee": ("full", "git"),
-    "eli": ("full", "zip"), "gus": ("full", "nested"), "hal": ("full", "nested2"),
-    "ivy": ("partial_add", "dir"), "kim": ("partial_add", "nested"), "lee": ("partial_add", "zip"),
-    "max": ("partial_mean", "dir"), "ned": ("partial_mean", "zip"), "oz": ("stub", "dir"), "quin": ("stub", "tgz"),
-    "ray": ("broken", "zip"), "sue": ("broken", "tgz"), "fay": ("broken", "zip"),
-    "tom": ("ambiguous", "dir"), "pam": ("ambiguous", "zip"), "jo": ("loose", "dir"),
-}
 NOT_GRADABLE = {"ray": "broken_archive", "sue": "broken_archive", "fay": "broken_archive", "tom": "ambiguous",
                 "pam": "ambiguous", "jo": "no_package"}
 TIMES = "student,submitted_at\nada,2027-01-10T20:00:00Z\nben,2027-01-11T12:00:00Z\ncy,2027-01-16T00:00:00Z\n"
 ADD_TESTS = {"test_add_small_integers", "test_forbidden_api_raises_but_oracle_lifts_it", "test_add_speed_ratio_is_recorded"}
-
-
-def _functions(source: str) -> dict[str, str]:
-    """Top-level chunks of a module: the header ("") and each `def`, by name."""
-    chunks = re.split(r"(?m)^(?=def )", source)
-    return {"": chunks[0], **{re.match(r"def (\w+)", c).group(1): c for c in chunks[1:]}}
-
-
-def _package(course, kind: str) -> dict[str, str]:
-    """The demo package of one kind: the reference, the stub, or the reference with one function
-    replaced by the stub's (partial_add, partial_mean)."""
-    ref, stub = (base / "s00_demo" / "demo" for base in (course.solutions, course.assignments))
-    if kind in ("full", "stub"):
-        src = ref if kind == "full" else stub
-        return {p.name: p.read_text() for p in src.glob("*.py")}
-    ops = _functions((ref / "ops.py").read_text())
-    ops[kind.removeprefix("partial_")] = _functions((stub / "ops.py").read_text())[kind.removeprefix("partial_")]
-    return {"__init__.py": (ref / "__init__.py").read_text(), "ops.py": "".join(ops.values())}
-
-
-def _write(folder: Path, files: dict[str, str]) -> None:
-    (folder / "demo").mkdir(parents=True)
-    for name, text in files.items():
-        (folder / "demo" / name).write_text(text)
-
-
-def _git_commit(folder: Path, when: str) -> None:
-    env = os.environ | {"GIT_COMMITTER_DATE": when, "GIT_AUTHOR_DATE": when, "GIT_AUTHOR_NAME": "s",
-                        "GIT_AUTHOR_EMAIL": "s@x", "GIT_COMMITTER_NAME": "s", "GIT_COMMITTER_EMAIL": "s@x"}
-    for argv in (["init", "-q"], ["add", "."], ["commit", "-qm", "submit"]):
-        subprocess.run(["git", "-C", str(folder), *argv], check=True, env=env)
-
-
-def _make_class(course, folder: Path) -> None:
-    """One entry per student of CLASS under `folder`."""
-    staging = folder.parent / "staging"
-    for student, (kind, layout) in CLASS.items():
-        files = _package(course, "full" if kind in ("broken", "ambiguous", "loose") else kind)
-        if kind == "loose":  # the files without their package folder
-            (folder / student).mkdir()
-            for name, text in files.items():
-                (folder / student / name).write_text(text)
-            continue
-        if layout in ("dir", "git", "nested", "nested2"):
-            root = folder / student / {"dir": "", "git": "", "nested": "s00_demo", "nested2": "work/s00_demo"}[layout]
-            _write(root, files)
-            if kind == "ambiguous":
-                _write(folder / student / "old_attempt", files)
-            if layout == "git":
-                _git_commit(root, "2027-01-12T10:00:00+00:00")  # 2 days late
-            continue
-        src = staging / student
-        _write(src / "s00_demo" if kind.startswith("partial") else src, files)  # partial archives nest a folder
-        if kind == "ambiguous":
-            _write(src / "backup", files)
-        if layout == "zip":
-            with zipfile.ZipFile(folder / f"{student}.zip", "w") as zf:
-                for path in sorted(src.rglob("*.py")):
-                    zf.write(path, path.relative_to(src))
-        else:
-            with tarfile.open(folder / f"{student}.tar.gz", "w:gz") as tf:
-                tf.add(src, arcname=".")
-        if kind == "broken":  # cut short mid-upload
-            archive = next(folder.glob(f"{student}.*"))
-            archive.write_bytes(archive.read_bytes()[:60])
-    shutil.rmtree(staging)
-
-
-def _graded_rows(db: Path) -> dict[str, tuple]:
-    """student -> (row id, graded_at, score) of the graded rows; {} while the gradebook is not there."""
-    if not db.exists():
-        return {}
-    try:
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
-            rows = con.execute("SELECT student, id, graded_at, score FROM grades WHERE status='graded'").fetchall()
-    except sqlite3.OperationalError:  # created but not yet initialised
-        return {}
-    return {r[0]: tuple(r[1:]) for r in rows}
-
-
-def _cli(course, *args: str) -> list[str]:
-    return [sys.executable, "-m", "autograder", "--root", str(course.root), *args]
 
 
 @pytest.fixture
@@ -144,9 +47,9 @@ def scheduled(demo_course):
 def test_a_class_killed_halfway_and_resumed_has_every_grade_once_and_equal_to_grading_alone(scheduled, tmp_path):
     course, folder, out = scheduled, tmp_path / "class", tmp_path / "out"
     folder.mkdir()
-    _make_class(course, folder)
+    make_class(course, folder)
     (tmp_path / "times.csv").write_text(TIMES)
-    argv = _cli(course, "grade-class", "s00_demo", str(folder), "--out", str(out), "-j", "2", "--sandbox", "none",
+    argv = cli(course, "grade-class", "s00_demo", str(folder), "--out", str(out), "-j", "2", "--sandbox", "none",
                 "--hardware", "cpu", "--times", str(tmp_path / "times.csv"))
     graded = len(CLASS) - len(NOT_GRADABLE)
     db = out / "gradebook.sqlite"
@@ -154,17 +57,17 @@ def test_a_class_killed_halfway_and_resumed_has_every_grade_once_and_equal_to_gr
     with open(tmp_path / "first.log", "w") as log:
         first = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 240
-        while len(_graded_rows(db)) < 3 and first.poll() is None and time.monotonic() < deadline:
+        while len(graded_rows(db)) < 3 and first.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         os.killpg(first.pid, signal.SIGKILL)  # the whole command: driver and worker processes
         first.wait()
-    before = _graded_rows(db)
+    before = graded_rows(db)
     assert 3 <= len(before) < graded, (tmp_path / "first.log").read_text()  # killed halfway
 
     second = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
     assert second.returncode == 0, second.stdout + second.stderr
     assert f"{graded - len(before)} to grade, {len(before)} already recorded, 6 not gradable" in second.stdout
-    after = _graded_rows(db)
+    after = graded_rows(db)
     assert len(after) == graded and all(after[s] == row for s, row in before.items())  # nothing graded twice
 
     with sqlite3.connect(db) as con:
@@ -178,14 +81,7 @@ def test_a_class_killed_halfway_and_resumed_has_every_grade_once_and_equal_to_gr
     assert all((out / results[s]).is_file() for s in results)
 
     # the totals: each distinct submission graded alone (students with one hash submitted the same files)
-    roots = {}
-    for student in results:
-        entry = next(p for p in folder.iterdir() if p.name.split(".")[0] == student)
-        roots.setdefault(hashes[student], locate(Entry(student, entry), "demo", tmp_path / "alone").root)
-    with ThreadPoolExecutor(2) as pool:  # two at a time, as the class was graded
-        scores = pool.map(lambda root: grade_assignment(course=course, assignment_id="s00_demo", submission=root,
-                                                        sandbox="none", hardware="cpu").score, roots.values())
-        alone = dict(zip(roots, scores, strict=True))
+    alone = scores_alone(course, folder, {s: hashes[s] for s in results}, tmp_path / "alone")
     assert {s: after[s][2] for s in after} == {s: alone[hashes[s]] for s in after}
     by_kind = {kind: after[s][2] for s, (kind, _) in CLASS.items() if s in after}
     assert len(alone) == 4 and by_kind["full"] == 11 and by_kind["stub"] == 0
@@ -223,7 +119,7 @@ def test_written_points_are_pending_until_entered_and_survive_a_regrade(demo_cou
     write_assignment(demo_course, "s00_demo")
     folder, out = tmp_path / "class", tmp_path / "out"
     shutil.copytree(sol, folder / "alice", ignore=shutil.ignore_patterns("hidden", "tests"))
-    grade = _cli(demo_course, "grade-class", "s00_demo", str(folder), "--out", str(out), "--sandbox", "none",
+    grade = cli(demo_course, "grade-class", "s00_demo", str(folder), "--out", str(out), "--sandbox", "none",
                  "--hardware", "cpu")
 
     def csv_rows():
@@ -236,10 +132,10 @@ def test_written_points_are_pending_until_entered_and_survive_a_regrade(demo_cou
     assert (rows["alice"]["score"], rows["alice"]["pending_points"], rows["alice"]["status"]) == (
         "11", "3", "pending manual grading (3 points)")
     assert rows["alice"]["max_score"] == "15"  # 12 automatic points here and the 3 of the written answer
-    manual = _cli(demo_course, "gradebook", "manual", "s00_demo", "alice", "median", "2", "--out", str(out))
+    manual = cli(demo_course, "gradebook", "manual", "s00_demo", "alice", "median", "2", "--out", str(out))
     assert subprocess.run(manual, capture_output=True, text=True, check=False).returncode == 0
     assert (csv_rows()["alice"]["score"], csv_rows()["alice"]["status"]) == ("13", "graded")
-    refused = subprocess.run(_cli(demo_course, "gradebook", "manual", "s00_demo", "alice", "median", "4", "--out",
+    refused = subprocess.run(cli(demo_course, "gradebook", "manual", "s00_demo", "alice", "median", "4", "--out",
                                   str(out)), capture_output=True, text=True, check=False)
     assert refused.returncode == 2 and "must lie in [0, 3]" in refused.stdout
 
@@ -252,7 +148,7 @@ def test_written_points_are_pending_until_entered_and_survive_a_regrade(demo_cou
         regraded = con.execute("SELECT id, graded_at FROM grades WHERE student='alice'").fetchall()
     assert len(regraded) == 1 and regraded[0][0] == first[0][0] and regraded[0][1] > first[0][1]
     assert csv_rows()["alice"]["score"] == "13"  # the same submission keeps the instructor's points
-    shown = subprocess.run(_cli(demo_course, "gradebook", "show", "s00_demo", "--out", str(out)),
+    shown = subprocess.run(cli(demo_course, "gradebook", "show", "s00_demo", "--out", str(out)),
                            capture_output=True, text=True, check=False)
     assert shown.returncode == 0 and "13/15" in shown.stdout
 
@@ -263,7 +159,7 @@ def test_an_interrupted_grading_writes_no_results_file(demo_course, tmp_path):
     with open(sub / "demo" / "__init__.py", "a") as fh:
         fh.write("import time\ntime.sleep(5)\n")  # importing takes a while: time to press Ctrl-C
     out = tmp_path / "results.json"
-    proc = subprocess.Popen(_cli(demo_course, "grade", "s00_demo", "--submission", str(sub), "--sandbox", "none",
+    proc = subprocess.Popen(cli(demo_course, "grade", "s00_demo", "--submission", str(sub), "--sandbox", "none",
                                  "--hardware", "cpu", "--json", str(out)),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     time.sleep(2.0)

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from autograder.classroom.engines import ENGINES
 from autograder.host import atomic
 from autograder.host.errors import GraderError
 from autograder.host.repo import Course
@@ -39,17 +40,24 @@ def _say(line: str) -> None:
               help="CSV of student,submitted_at (ISO 8601) for the late policy")
 @click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
 @click.option("--hardware", default=None, help="hardware tag for perf bars (default: detected)")
+@click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
+              help="where gradings run: this machine's processes (-j), or Ray tasks (pip install -e .[cluster])")
+@click.option("--ray-address", default=None,
+              help="the Ray cluster's head, HOST:PORT (default: $RAY_ADDRESS, else a new Ray instance of this machine)")
 @click.pass_obj
 def grade_class_cmd(course: Course, aid: str, folder: Path, out: str | None, jobs: int, regrade: bool,
-                    times: Path | None, sandbox: str, hardware: str | None) -> None:
+                    times: Path | None, sandbox: str, hardware: str | None, engine: str,
+                    ray_address: str | None) -> None:
     """Grade every submission in FOLDER (one folder or archive per student) into the gradebook,
-    resumably, then write the exports."""
+    resumably, then write the exports. With --engine ray, FOLDER, --out and the course must be on
+    storage every node of the cluster shares, at the same paths; the gradebook stays with this command."""
     from autograder.classroom.export import export_class
     from autograder.classroom.grade_class import GRADEBOOK, ClassOptions, grade_class
     from autograder.classroom.gradebook import Gradebook
 
     try:
-        options = ClassOptions(jobs=jobs, sandbox=sandbox, hardware=hardware, regrade=regrade, times=times)
+        options = ClassOptions(jobs=jobs, sandbox=sandbox, hardware=hardware, regrade=regrade, times=times,
+                               engine=engine, ray_address=ray_address)
     except ValueError as e:
         raise GraderError(str(e)) from None
     target = _out(course, out)

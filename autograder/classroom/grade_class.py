@@ -5,22 +5,23 @@ transaction, by this process alone) only once it finished and its results file w
 atomically. A rerun skips every submission whose (student, assignment, submission hash, grader
 version) is recorded, unless `regrade`; so a kill at any moment loses no recorded grade and counts
 none twice. A grading that crashed is reported and left unrecorded: the next run retries it.
+Where the gradings run (this machine's processes, or a Ray cluster) is the engine's business
+(`engines`); recording them is this module's, whichever engine ran them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import fcntl
-import multiprocessing
 import os
 import shutil
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.classroom.discover import Located, list_entries, locate, safe_name
+from autograder.classroom.engines import ENGINES, Engine, make_engine
 from autograder.classroom.fingerprint import grader_version, submission_hash, tree_hash
 from autograder.classroom.gradebook import GRADED, Gradebook, GradeKey, GradeRecord, Late, Outcome
 from autograder.classroom.late import LatePolicy, assess, due_date, git_commit_time, load_policy, read_times
@@ -41,12 +42,23 @@ class ClassOptions:
     hardware: str | None = None
     regrade: bool = False      # grade again what the gradebook already holds
     times: Path | None = None  # CSV of student,submitted_at
+    engine: str = "local"      # where gradings run: this machine's processes, or a Ray cluster
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.jobs, int) or self.jobs < 1:
             raise ValueError(f"jobs must be a whole number >= 1, got {self.jobs!r}")
         if self.times is not None and not self.times.is_file():
             raise ValueError(f"--times {self.times}: no such file")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.ray_address is not None and self.engine != "ray":
+            raise ValueError("--ray-address is for --engine ray")
+
+    def make_engine(self) -> Engine:
+        # A grading for a GPU hardware tag asks the engine for a GPU, so a cluster places it on a GPU node.
+        gpus = 0 if self.hardware in (None, "cpu") else 1
+        return make_engine(engine=self.engine, jobs=self.jobs, ray_address=self.ray_address, gpus=gpus)
 
 
 @dataclass
@@ -60,7 +72,8 @@ class ClassSummary:
 
 @dataclass(frozen=True)
 class _Task:
-    """One grading, as sent to a worker process (plain, picklable data)."""
+    """One grading, as sent to a worker: a process here or a Ray task on any node (plain, picklable
+    data; paths, which on a cluster name the same files on shared storage)."""
 
     course_root: Path
     key: GradeKey
@@ -136,7 +149,8 @@ def grade_class(*, course: Course, assignment_id: str, folder: Path, out: Path, 
     times = {safe_name(s): t for s, t in read_times(options.times).items()} if options.times else {}
     plan = _Plan(course, course.spec(assignment_id), grader_version(course, assignment_id), load_policy(course),
                  due_date(course, assignment_id), times, out / assignment_id / "results", options)
-    work = out / assignment_id / ".unpacked"
+    work = out / assignment_id / ".unpacked"  # under `out`: on a cluster, shared with the workers too
+    engine = options.make_engine()  # before any work: a missing engine is refused at once
     summary = ClassSummary()
     with _locked(out), Gradebook(out / GRADEBOOK) as book:
         atomic.remove_partials(plan.results_dir)  # what a killed run may have left half-written
@@ -146,7 +160,7 @@ def grade_class(*, course: Course, assignment_id: str, folder: Path, out: Path, 
         todo = [task for loc in located if (task := _triage(loc, plan, book, summary))]
         say(f"{assignment_id}: {len(todo)} to grade, {len(summary.kept)} already recorded, "
             f"{len(summary.problems)} not gradable")
-        _run(todo, book, out, options.jobs, summary, say)
+        _run(todo, engine, book, out, summary, say)
         shutil.rmtree(work, ignore_errors=True)
     return summary
 
@@ -170,43 +184,28 @@ def _triage(loc: Located, plan: _Plan, book: Gradebook, summary: ClassSummary) -
     return task, late
 
 
-def _run(todo: list[tuple[_Task, Late]], book: Gradebook, out: Path, jobs: int, summary: ClassSummary,
+def _run(todo: list[tuple[_Task, Late]], engine: Engine, book: Gradebook, out: Path, summary: ClassSummary,
          say: Say) -> None:
-    """Grade `todo` in `jobs` worker processes; record each grading as soon as it finished."""
-    if not todo:
-        return
-    # spawn, not fork: this process holds an open database and threads; a forked copy of either is unsafe
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context)
-    try:
-        pending: dict[Future, tuple[_Task, Late]] = {pool.submit(_grade_in_worker, t): (t, late) for t, late in todo}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                task, late = pending.pop(future)
-                _settle(future, task, late, book, out, summary)
-                n = len(summary.graded) + len(summary.failed)
-                say(f"[{n}/{len(todo)}] {task.key.student}: {_said(future)}")
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)  # nothing unfinished is recorded
-        raise
-    pool.shutdown()
+    """Grade `todo` on `engine`; record each grading as soon as it finished (this process only)."""
+    lates = {task.key: late for task, late in todo}  # one task per student, so keys are unique
+    for task, result in engine.run(_grade_in_worker, [task for task, _ in todo]):
+        _settle(task, result, lates[task.key], book, out, summary)
+        n = len(summary.graded) + len(summary.failed)
+        say(f"[{n}/{len(todo)}] {task.key.student}: {_said(result)}")
 
 
-def _settle(future: Future, task: _Task, late: Late, book: Gradebook, out: Path, summary: ClassSummary) -> None:
-    error = future.exception()
-    if error is not None:
-        summary.failed.append((task.key.student, f"{type(error).__name__}: {error}"))
+def _settle(task: _Task, result: _Done | BaseException, late: Late, book: Gradebook, out: Path,
+            summary: ClassSummary) -> None:
+    if isinstance(result, BaseException):
+        summary.failed.append((task.key.student, f"{type(result).__name__}: {result}"))
         return
-    done: _Done = future.result()
-    book.record(GradeRecord(task.key, GRADED, done.score, done.max_score,
-                            os.path.relpath(task.results_path, out), done.hardware, late=late,
-                            outcomes=done.outcomes))
+    book.record(GradeRecord(task.key, GRADED, result.score, result.max_score,
+                            os.path.relpath(task.results_path, out), result.hardware, late=late,
+                            outcomes=result.outcomes))
     summary.graded.append(task.key.student)
 
 
-def _said(future: Future) -> str:
-    if future.exception() is not None:
-        return f"grading failed, not recorded ({future.exception()})"
-    done: _Done = future.result()
-    return f"{done.score:g}/{done.max_score:g}"
+def _said(result: _Done | BaseException) -> str:
+    if isinstance(result, BaseException):
+        return f"grading failed, not recorded ({result})"
+    return f"{result.score:g}/{result.max_score:g}"
