@@ -156,13 +156,17 @@ def test_written_points_are_pending_until_entered_and_survive_a_regrade(demo_cou
 def test_an_interrupted_grading_writes_no_results_file(demo_course, tmp_path):
     sub = tmp_path / "slow"
     shutil.copytree(demo_course.solutions / "s00_demo" / "demo", sub / "demo")
-    with open(sub / "demo" / "__init__.py", "a") as fh:
-        fh.write("import time\ntime.sleep(5)\n")  # importing takes a while: time to press Ctrl-C
+    started = tmp_path / "importing"
+    with open(sub / "demo" / "__init__.py", "a") as fh:  # importing takes a while: time to press Ctrl-C
+        fh.write(f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(20)\n")
     out = tmp_path / "results.json"
     proc = subprocess.Popen(cli(demo_course, "grade", "s00_demo", "--submission", str(sub), "--sandbox", "none",
                                  "--hardware", "cpu", "--json", str(out)),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    time.sleep(2.0)
+    deadline = time.monotonic() + 90  # Ctrl-C once the grading runs (the grader's start-up varies with load)
+    while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert started.exists(), "the grading never reached the submission's import"
     os.killpg(proc.pid, signal.SIGINT)
     proc.communicate(timeout=60)
     assert proc.returncode == 130 and not out.exists()
