@@ -162,7 +162,10 @@ def test_an_interrupted_grading_writes_no_results_file(demo_course, tmp_path):
     out = tmp_path / "results.json"
     proc = subprocess.Popen(cli(demo_course, "grade", "s00_demo", "--submission", str(sub), "--sandbox", "none",
                                  "--hardware", "cpu", "--json", str(out)),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                            # as from a terminal: Ctrl-C's default action, even if this process (pytest, or a
+                            # shell's background job) inherited SIGINT ignored, which its children would keep
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 90  # Ctrl-C once the grading runs (the grader's start-up varies with load)
     while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
