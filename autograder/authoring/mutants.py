@@ -13,6 +13,7 @@ from autograder.hardware import hardware_tag
 from autograder.host.course_files import ignore
 from autograder.host.errors import GraderError
 from autograder.host.grade import grade_assignment
+from autograder.host.results import AssignmentResult
 from autograder.host.repo import Course
 
 
@@ -81,9 +82,22 @@ def grade_mutants(*, course: Course, assignment_id: str, sandbox: str = "auto",
             continue
         with tempfile.TemporaryDirectory() as tmp:
             sub = apply_mutant(solution_dir, mutant, Path(tmp) / assignment_id)
-            result = grade_assignment(course=course, assignment_id=assignment_id, submission=sub,
-                                      sandbox=sandbox, only_files=list(mutant.tests) or None, probe=False)
+            result = _grade(course, assignment_id, sub, sandbox, mutant.tests)
         caught = result.score < result.max_score - 1e-9
         say(f"{mutant.name}: {result.score:g}/{result.max_score:g} -> {'caught' if caught else 'SURVIVED'}")
         outcomes.append(MutantOutcome(mutant.name, caught, result.score, result.max_score, True))
     return outcomes
+
+
+def _grade(course: Course, assignment_id: str, submission: Path, sandbox: str,
+           tests: tuple[str, ...]) -> AssignmentResult:
+    """Grade a variant up to its first failed test: a point lost there proves it caught. A variant
+    that lost nothing that way (no failure, or the stop came at a test worth no points) is graded
+    in full, so a survivor is always one that a complete grading lets through."""
+    only = list(tests) or None
+    quick = grade_assignment(course=course, assignment_id=assignment_id, submission=submission,
+                             sandbox=sandbox, only_files=only, probe=False, first_failure=True)
+    if quick.score < quick.max_score - 1e-9:
+        return quick
+    return grade_assignment(course=course, assignment_id=assignment_id, submission=submission,
+                            sandbox=sandbox, only_files=only, probe=False)

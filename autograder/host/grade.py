@@ -86,6 +86,7 @@ class _Job:
     hardware: str
     threads: int
     import_error: str = ""  # from the probe: prefixed to the reason of every test that reported nothing
+    first_failure: bool = False  # stop each run at its first failed test; keep only the tests that reported
 
     def request(self, argv: list[str], workdir: Path, wall_s: float, **kw: object) -> RunRequest:
         """The sandboxed run of `argv` in `workdir`, with this grading's limits, exposures and env."""
@@ -112,7 +113,8 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
             "--ag-forbid", ",".join(spec.limits.forbidden), "--ag-accounting", json.dumps(spec.accounting.to_json()),
             "-p", "no:cacheprovider",
             "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
-            "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}"]
+            "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}",
+            *(["--maxfail=1"] if job.first_failure else [])]
     # The master tests and support files stay read-only: the worker starts while the judge is still
     # collecting, and must not rewrite a test before the judge imports it.
     read_only = tuple(p for p in workdir.iterdir() if p.name not in (*spec.packages, "home", "tmp", RESULTS_FILE))
@@ -130,6 +132,9 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     for test_file in test_files:
         expected = [t for t in job.expected if t.file == test_file]
         per_file[test_file] = reconcile(expected, reported, run)
+        if job.first_failure:  # a test the early stop left unrun is neither passed nor failed
+            per_file[test_file] = [t for t in per_file[test_file] if t.test.nodeid in reported.tests]
+            continue
         if job.import_error:  # the likely cause of every failed or silent test, said first
             for t in per_file[test_file]:
                 if t.status in (FAILED, ERROR) or t.test.nodeid not in reported.tests:
@@ -168,11 +173,14 @@ def grade_assignment(
     progress: Progress | None = None,
     import_timeout_s: float = IMPORT_TIMEOUT_S,
     probe: bool = True,
+    first_failure: bool = False,
 ) -> AssignmentResult:
     """Grade the student's copy (default), the reference (`solution`) or a `submission` folder.
 
     `import_timeout_s` bounds the probe that imports the package once before any test runs;
     `probe=False` skips it (a broken variant of the reference: it imports, and only its score counts).
+    `first_failure` stops each run at its first failed test and keeps only the tests that reported
+    (a broken variant needs one lost point, not all of them): the result is then partial.
     """
     start = time.monotonic()
     spec = course.spec(assignment_id)
@@ -205,7 +213,8 @@ def grade_assignment(
         if not solution and (flagged := scan_package(package.files, base)):
             result.notes.append("flagged for an instructor's review (reaches into the grader, not graded on):\n  "
                                 + "\n  ".join(flagged[:20]))
-        job = _Job(backend, spec, course, root, master_dir, package.files, expected, tag, threads)
+        job = _Job(backend, spec, course, root, master_dir, package.files, expected, tag, threads,
+                   first_failure=first_failure)
         if refused := _refused(spec, package.files, base):
             result.notes.insert(0, refused)
             result.tests = [TestResult(t, FAILED, refused) for t in expected if t.file in files]
@@ -288,7 +297,7 @@ def _grade_files(job: _Job, files: list[str], workers: int, result: AssignmentRe
         per_file, notes = _run_files(job, f"batch{index}", group, batch=len(group) > 1)
         result.notes.extend(notes)
         for test_file, tests in per_file.items():
-            if tests:
+            if tests or job.first_failure:  # after an early stop, a file may have no test that ran
                 done[test_file] = tests
                 if progress:
                     progress(test_file)
