@@ -62,7 +62,10 @@ class Worker:
         if self.depth == 0 and self.session is not None and _op_of(tree) in CALL_REQUESTS:
             self.session.mark_call()  # before decoding: a request whose names fail to resolve still counts
         self.codec.begin_receive(arena_size)
-        message = self.codec.decode(tree)
+        # the judge's tensors rebuilt out of the arena (no student code runs) are not the submission's ops;
+        # pausing restarts the profiler, so only a message that carries tensor bytes pays for it
+        with self._grader_work() if arena_size else contextlib.nullcontext():
+            message = self.codec.decode(tree)
         if type(message) is not tuple or not message or type(message[0]) is not str:
             raise ProtocolError("malformed message from the judge")
         return message
@@ -72,6 +75,12 @@ class Worker:
         tree = self.codec.encode(message)
         send_frame(self.sock, tree, self.codec.outgoing.offset)
 
+    def _grader_work(self) -> Any:
+        """The grader's own work inside a test (decoding the judge's values, syncing the RNG), left
+        out of the op accounting. Never around the submission's code: encoding a result can run it."""
+        acct = self.session.accountant if self.session is not None else None
+        return acct.paused() if acct is not None else contextlib.nullcontext()
+
     def _handle(self, message: tuple) -> None:
         op, releases, rng, *args = message
         for rid, receipts in releases:
@@ -79,7 +88,8 @@ class Worker:
         if rng is not None:  # the judge reseeded its global RNG: draw from the same stream here
             import torch
 
-            torch.random.set_rng_state(rng)
+            with self._grader_work():
+                torch.random.set_rng_state(rng)
         received = [(t, t._version) for t in self.codec.received]
         generators = list(self.codec.received_generators)
         try:
@@ -92,7 +102,9 @@ class Worker:
         try:
             import torch
 
-            self._send((Op.REPLY.value, result, changed, torch.random.get_rng_state() if rng is not None else None))
+            with self._grader_work():  # the grader's own tensors, not the submission's ops
+                state = torch.random.get_rng_state() if rng is not None else None
+            self._send((Op.REPLY.value, result, changed, state))
         except (ConnectionError, ProtocolError):
             raise
         except BaseException as exc:  # noqa: BLE001  a result that cannot be sent is an error of this call
