@@ -191,3 +191,21 @@ def test_dequantize_then_matmul_earns_nothing_for_the_w4a16_kernel(tmp_path):
     assert kept <= 0.25 * sum(t.test.points for t in kernel_tests), [t.test.nodeid for t in kernel_tests if t.score]
     others = [t for t in graded if "w4a16" not in t.test.nodeid]
     assert others and all(t.score == t.test.points for t in others), [t.test.nodeid for t in others if not t.score]
+
+
+def test_counting_parameters_with_the_transformers_model_earns_nothing_for_the_counts(tmp_path):
+    """Over the reference: param_count builds transformers' model on the meta device and counts it.
+    Its counts are right; every test that calls it for a total (directly or through the memory
+    budget) loses its points to the accounting, and the rest of the assignment keeps them."""
+    aid = "s12_architectures"
+    sub = _submission(tmp_path, aid, "s12_transformers_count", "reference")
+    files = ["tests/test_params.py", "tests/test_memory.py", "tests/test_arch.py"]
+    unchecked, _ = _grade(sub, aid, accounting=False, only_files=files)
+    assert unchecked.score == unchecked.max_score, [t.reason for t in unchecked.tests if t.graded and not t.score]
+    result, graded = _grade(sub, aid, accounting=True, only_files=files)
+    counted = [t for t in graded if "param_count" in t.test.nodeid or "published" in t.test.nodeid
+               or "mixtral_total" in t.test.nodeid or "reports" in t.test.nodeid or "deepseek_v3_main" in t.test.nodeid or "80_gb" in t.test.nodeid]
+    assert len(counted) == 11
+    for t in counted:
+        assert t.score == 0 and "forbidden here" in t.reason, (t.test.nodeid, t.reason[:200])
+    assert all(t.score == t.test.points for t in graded if t not in counted)

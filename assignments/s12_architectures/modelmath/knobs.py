@@ -1,0 +1,33 @@
+"""The "six knobs" on which decoder-only LLMs differ, read from their architectures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from modelmath.arch import Arch
+
+HEADER = ("model", "attention", "KV heads", "norm", "activation", "positional", "MoE")
+
+
+@dataclass(frozen=True)
+class Knobs:
+    attention: str    # "MHA" (kv heads == heads), "MQA" (1 kv head), "GQA" (in between) or "MLA"
+    kv_heads: int     # K/V heads held in the cache per layer; MLA: 1 (one shared latent)
+    norm: str         # "RMSNorm", or "RMSNorm + QK-norm" with per-head q/k norms
+    activation: str   # "SwiGLU" (silu/swish gate) or "GeGLU" (any gelu gate)
+    positional: str   # f"RoPE θ={rope_theta:.0f}", plus f", {rope_scaling}" when scaled
+    moe: str          # "dense", f"{E} experts, top-{k}", or f"{E} routed + {S} shared, top-{k}" with shared experts
+
+
+def six_knobs(arch: Arch) -> Knobs:
+    """The six knobs of `arch`, spelled as the field comments say. ValueError for an activation
+    that is neither a silu/swish nor a gelu variant."""
+    raise NotImplementedError("s12.7: six_knobs")
+
+
+def knobs_table(archs: dict[str, Arch]) -> str:
+    """A Markdown table of the six knobs: the header row `HEADER`, the separator row, then one row per
+    model in the dict's order (`| name | attention | kv_heads | norm | activation | positional | moe |`).
+    Rows are "| " + " | ".join(cells) + " |"; the separator has "---" in each cell; lines end with
+    a newline."""
+    raise NotImplementedError("s12.8: knobs_table")

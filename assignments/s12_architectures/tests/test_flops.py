@@ -1,0 +1,27 @@
+"""Decode and prefill FLOPs against torch's FlopCounterMode around transformers' forward."""
+
+import pytest
+from conftest import SMALL, hf_decode_flops, hf_prefill_flops, small
+from modelmath import decode_flops, from_config, prefill_flops
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_decode_flops_equal_the_counted_forward(name):
+    cfg = small(name)
+    assert decode_flops(from_config(cfg), 7) == hf_decode_flops(cfg, 7)
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("name", ["llama-3-8b", "deepseek-v3"])
+def test_prefill_flops_count_causal_pairs(name):
+    cfg = small(name)
+    assert prefill_flops(from_config(cfg), 9) == hf_prefill_flops(cfg, 9)
+
+
+def test_a_context_or_prompt_below_one_token_is_refused():
+    a = from_config(small("llama-3-8b"))
+    with pytest.raises(ValueError, match="context"):
+        decode_flops(a, 0)
+    with pytest.raises(ValueError, match="tokens"):
+        prefill_flops(a, 0)
