@@ -79,10 +79,11 @@ def engine_runner(folder: str, batch: int):
     calls = itertools.count(1)
     params = SamplingParams(temperature=0, max_tokens=OUT_LEN, ignore_eos=True)
 
-    def run():
+    def run():  # the generated ids of each prompt, as plain lists
         shift = 7919 * next(calls)
-        return llm.generate([[(37 * j + 11 * b + shift) % 128000 for j in range(PROMPT_LEN)] for b in range(batch)],
+        outs = llm.generate([[(37 * j + 11 * b + shift) % 128000 for j in range(PROMPT_LEN)] for b in range(batch)],
                             params)
+        return [list(o.outputs[0].token_ids) for o in outs]
 
     run()  # warm-up: compiles the kernels
     return run
@@ -94,13 +95,16 @@ def release_engine_memory() -> None:
     torch.cuda.empty_cache()
 
 
-def judge_timed(run, reps: int = 3) -> float:
-    """Median wall seconds of run() on this side's clock."""
+def judge_timed(run, batch: int, reps: int = 3) -> float:
+    """Median wall seconds of run() on this side's clock; every call must have decoded OUT_LEN ids in
+    the vocabulary for each of the `batch` prompts (an engine that stops early is not faster)."""
     samples = []
     for _ in range(reps):
         start = time.perf_counter()
-        run()
+        ids = run()
         samples.append(time.perf_counter() - start)
+        assert len(ids) == batch and all(len(seq) == OUT_LEN for seq in ids), [len(seq) for seq in ids]
+        assert all(0 <= t < LLAMA3_8B_LAYERS["vocab_size"] for seq in ids for t in seq)
     return statistics.median(samples)
 
 
@@ -112,7 +116,7 @@ def test_engine_decode_throughput_w4_vs_bf16(tmp_path, perf):
     for batch in (1, 16):
         times = {}
         for name, folder in (("bf16", bf16), ("w4", w4)):
-            times[name] = judge_timed(engine_runner(folder, batch))
+            times[name] = judge_timed(engine_runner(folder, batch), batch)
             gc.collect()
             release_engine_memory()
         tokens = batch * OUT_LEN

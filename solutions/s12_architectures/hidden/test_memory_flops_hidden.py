@@ -63,5 +63,14 @@ def test_the_budget_rounds_the_weights_up_and_the_tokens_down():
 
 def test_weights_that_do_not_fit_are_refused_with_the_shortfall():
     a = from_config(real("llama-3-70b"))
-    with pytest.raises(ValueError, match="more than"):
+    shortfall = 2 * 70_553_706_496 - 80 * 10**9
+    with pytest.raises(ValueError, match=f"{shortfall:,}"):  # the handout: say by how much
         max_cached_tokens(a, 80 * 10**9)
+
+
+def test_one_byte_short_of_the_weights_is_refused_and_exactly_the_weights_hold_no_token():
+    a = from_config(small("llama-3-8b"))
+    weights = 2 * param_count(a)
+    with pytest.raises(ValueError, match="1 more than"):
+        max_cached_tokens(a, weights - 1)
+    assert max_cached_tokens(a, weights) == 0
