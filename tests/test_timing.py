@@ -57,3 +57,29 @@ def test_a_call_that_cannot_be_captured_is_refused_with_the_reason():
     x = torch.ones(8, device="cuda")
     with pytest.raises(RuntimeError, match="cannot be captured in a CUDA graph"):
         measure(lambda: x.sum().item(), reps=2, cuda_graph=True)  # .item() syncs with the host
+
+
+@cuda
+def test_the_last_replay_leaves_its_output_for_the_test_to_check():
+    import torch
+
+    x = torch.arange(4096.0, device="cuda")
+    timing = measure(lambda: x * 2, reps=5, flush_l2=False, cuda_graph=True)
+    assert torch.equal(timing.replayed, x * 2)
+
+
+@cuda
+def test_a_capture_that_records_less_than_the_call_shows_in_the_replayed_output():
+    """A call that sees it is being captured and records a cheap fill instead of its work: every
+    replay is fast and the eager call is right, but what the replays wrote is not."""
+    import torch
+
+    x = torch.arange(4096.0, device="cuda")
+
+    def cheat():
+        if torch.cuda.is_current_stream_capturing():
+            return torch.zeros_like(x)
+        return x * 2
+
+    timing = measure(cheat, reps=5, flush_l2=False, cuda_graph=True)
+    assert torch.equal(cheat(), x * 2) and not torch.equal(timing.replayed, x * 2)

@@ -197,6 +197,8 @@ class Worker:
         if phase == "timed":
             return session.timed(target, int(options["reps"]), bool(options["flush_l2"]), device,
                                  bool(options.get("cuda_graph", False)))
+        if phase == "replayed":
+            return session.replayed(target, device)
         if phase == "audit":
             return session.audit(target, device)
         raise ProtocolError(f"unknown measure phase {phase!r}")

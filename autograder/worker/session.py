@@ -85,6 +85,13 @@ class TestSession:
             return timer.samples(replay, reps, flush_l2, device)
         return timer.samples(fn, reps, flush_l2, device)
 
+    def replayed(self, fn: Callable[[], object], device: Any) -> Any:
+        """What the last timed replay of fn's graph wrote (still inside the paused accounting)."""
+        captured, replay = getattr(self, "_replay", (None, None))
+        if captured is not fn:
+            raise RuntimeError("measure(cuda_graph=True): no graph captured for this call in its warm-up")
+        return timer.replayed_output(replay, device)
+
     def resume(self) -> None:
         if self._pause is not None:
             pause, self._pause = self._pause, None

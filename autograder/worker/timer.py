@@ -29,9 +29,10 @@ class Timing:
     p90_s: float
     reps: int
     output: Any = None
+    replayed: Any = None  # cuda_graph: what the graph's last timed replay left in its output tensors
 
     @classmethod
-    def from_samples(cls, samples: list[float], output: Any = None) -> Timing:
+    def from_samples(cls, samples: list[float], output: Any = None, replayed: Any = None) -> Timing:
         if not samples:
             raise ValueError("no timing samples: reps must be at least 1")
         ordered = sorted(samples)
@@ -45,6 +46,7 @@ class Timing:
             p90_s=pick(0.9),
             reps=len(ordered),
             output=output,
+            replayed=replayed,
         )
 
 
@@ -91,9 +93,28 @@ def samples(fn: Callable[[], object], reps: int, flush_l2: bool, device: object 
     return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
 
 
+class Replay:
+    """A call captured in a CUDA graph: calling it replays the graph; `output` is what the call
+    returned during the capture, the graph's own tensors that every replay writes again."""
+
+    def __init__(self, graph: Any, output: Any) -> None:
+        self.graph, self.output = graph, output
+
+    def __call__(self) -> None:
+        self.graph.replay()
+
+
+def copy_of(value: Any) -> Any:
+    """Tensors (also inside tuples and lists) cloned, anything else as it is."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(copy_of(v) for v in value)
+    clone = getattr(value, "clone", None)
+    return clone() if callable(clone) and hasattr(value, "is_cuda") else value
+
+
 def capture(fn: Callable[[], object], device: object | None) -> Callable[[], object]:
-    """fn captured in a CUDA graph: the returned call replays it (one launch, no host work in it),
-    as serving engines run decode steps. On CPU, fn itself: there are no graphs to capture.
+    """fn captured in a CUDA graph: the returned `Replay` replays it (one launch, no host work in
+    it), as serving engines run decode steps. On CPU, fn itself: there are no graphs to capture.
 
     The first call runs on a side stream, as torch asks before a capture; a call that cannot be
     captured (a host sync, a CPU tensor, a shape read off the device) raises RuntimeError."""
@@ -110,12 +131,21 @@ def capture(fn: Callable[[], object], device: object | None) -> Callable[[], obj
     graph = torch.cuda.CUDAGraph()
     try:
         with torch.cuda.graph(graph):
-            fn()
+            output = fn()
     except Exception as e:  # noqa: BLE001  any failure to capture is the call's
         raise RuntimeError(f"measure(cuda_graph=True): the call cannot be captured in a CUDA graph "
                            f"({type(e).__name__}: {e}); no host syncs, .item() or CPU tensors inside it") from None
     torch.cuda.synchronize(cuda)
-    return graph.replay
+    return Replay(graph, output)
+
+
+def replayed_output(call: Callable[[], object], device: object | None) -> Any:
+    """A copy of what the graph's last replay wrote (None when `call` is not a `Replay`): a capture
+    that recorded less work than the call does shows here, while the eager audit call looks right."""
+    if not isinstance(call, Replay):
+        return None
+    synchronize(device)
+    return copy_of(call.output)
 
 
 def timed(fn: Callable[[], object], warmup: int, reps: int, flush_l2: bool, device: object | None,
@@ -124,4 +154,4 @@ def timed(fn: Callable[[], object], warmup: int, reps: int, flush_l2: bool, devi
         fn()
     synchronize(device)
     call = capture(fn, device) if cuda_graph else fn
-    return Timing.from_samples(samples(call, reps, flush_l2, device))
+    return Timing.from_samples(samples(call, reps, flush_l2, device), replayed=replayed_output(call, device))

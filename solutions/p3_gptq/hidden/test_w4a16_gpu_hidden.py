@@ -54,7 +54,10 @@ def test_speed_against_bf16_matmul(perf, oracles):
             with oracle():
                 base = measure(lambda a=a, w=w: a @ w.T, cuda_graph=True)
                 ref = a.float() @ w.float().T
-            assert float((timing.output.float() - ref).abs().mean() / ref.abs().mean()) < 1e-2
+            # the eager audit call's output, and what the timed replays wrote: a capture that recorded
+            # less work than the call does (a call that checks for capture) is caught by the second
+            for out in (timing.output, timing.replayed):
+                assert float((out.float() - ref).abs().mean() / ref.abs().mean()) < 1e-2
             ratios.append(base.median_s / timing.median_s)
             print(f"M={m} N={n} K={k}: w4a16 {timing.median_s * 1e6:.1f} us, bf16 {base.median_s * 1e6:.1f} us")
     geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
