@@ -115,13 +115,14 @@ def from_config(config: dict) -> Arch:
         mla = MLA(config.get("q_lora_rank"), need("kv_lora_rank"), need("qk_nope_head_dim"),
                   need("qk_rope_head_dim"), need("v_head_dim"))
     activation = (config.get("hidden_activation") if kind == "gemma" else None) or config.get("hidden_act", "silu")
+    theta = config.get("rope_theta") or (config.get("rope_parameters") or {}).get("rope_theta", 10000.0)
     return Arch(
         model_type=kind, vocab_size=need("vocab_size"), hidden_size=hidden, num_layers=need("num_hidden_layers"),
         num_heads=heads, num_kv_heads=config.get("num_key_value_heads") or heads,
         head_dim=config.get("head_dim") or hidden // heads, intermediate_size=need("intermediate_size"),
         tie_embeddings=bool(config.get("tie_word_embeddings", kind == "gemma")),
         qkv_bias=True if kind == "qwen2" else bias, o_bias=False if kind == "qwen2" else bias,
-        qk_norm=kind == "qwen3", activation=activation, rope_theta=float(config.get("rope_theta") or (config.get("rope_parameters") or {}).get("rope_theta", 10000.0)),
+        qk_norm=kind == "qwen3", activation=activation, rope_theta=float(theta),
         rope_scaling=(scaling.get("rope_type") or scaling.get("type")) if scaling else None,
         moe=moe, mla=mla, mtp_layers=config.get("num_nextn_predict_layers", 0) if kind == "deepseek_v3" else 0)
     # END SOLUTION

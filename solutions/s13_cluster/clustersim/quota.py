@@ -13,8 +13,9 @@ One pass (the rule the tests hold you to):
   that is borrowing at that point (usage after the victims chosen so far are removed > nominal),
   whatever its priority. A job started in this pass (start == now) is never a victim. After each
   victim is added, stop as soon as both hold: the gang fits the GPUs the victims free, and the
-  job's queue is within quota with it: usage (less its victims) + the job's gpu_share <= nominal. If no prefix of the eligible victims achieves that, nobody is
-  preempted and the job waits. Victims restart from scratch later.
+  job's queue is within quota with it: usage (less its victims) + the job's gpu_share <= nominal.
+  If no prefix of the eligible victims achieves that, nobody is preempted and the job waits.
+  Victims restart from scratch later.
 """
 
 from __future__ import annotations
