@@ -77,8 +77,10 @@ class Worker:
 
     def _grader_work(self) -> Any:
         """The grader's own work inside a test (decoding the judge's values, syncing the RNG), left
-        out of the op accounting. Never around the submission's code: encoding a result can run it."""
-        acct = self.session.accountant if self.session is not None else None
+        out of the op accounting. Never around the submission's code: encoding a result can run it.
+        Only between calls (depth 0): inside a call (a callback's reply) the submission's frames are
+        on the stack, and the accounting refuses a pause from under them, as it must."""
+        acct = self.session.accountant if self.session is not None and self.depth == 0 else None
         return acct.paused() if acct is not None else contextlib.nullcontext()
 
     def _handle(self, message: tuple) -> None:
