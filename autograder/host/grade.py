@@ -204,7 +204,8 @@ def grade_assignment(
     try:
         expected = _collect(course, spec, master_dir, trusted, root)
         files = sorted({t.file for t in expected if only_files is None or t.file in only_files})
-        workers = jobs or (min(len(files), os.cpu_count() or 1) if tag == "cpu" else 1)
+        # an early stop wants one process over every file: it ends at the first failure in any of them
+        workers = 1 if first_failure else jobs or (min(len(files), os.cpu_count() or 1) if tag == "cpu" else 1)
         threads = max(1, (os.cpu_count() or 1) // max(1, workers))
         result = AssignmentResult(assignment_id, spec.title, tag, backend.name,
                                   "solution" if solution else str(submission) if submission else "student",
