@@ -83,3 +83,21 @@ def test_a_capture_that_records_less_than_the_call_shows_in_the_replayed_output(
 
     timing = measure(cheat, reps=5, flush_l2=False, cuda_graph=True)
     assert torch.equal(cheat(), x * 2) and not torch.equal(timing.replayed, x * 2)
+
+
+def test_only_plain_tensors_are_copied_from_a_replay():
+    """A look-alike with its own clone() would run the submission's code where nothing is accounted."""
+    import torch
+
+    from autograder.worker.timer import copy_of
+
+    class LooksLikeATensor:
+        is_cuda = True
+
+        def clone(self):
+            raise AssertionError("the submission's clone() was called")
+
+    x = torch.arange(4.0)
+    copied = copy_of((x, [x, LooksLikeATensor()]))
+    assert torch.equal(copied[0], x) and copied[0].data_ptr() != x.data_ptr()
+    assert torch.equal(copied[1][0], x) and copied[1][1] is None
