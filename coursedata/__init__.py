@@ -27,6 +27,7 @@ TOKENIZER_DIR = DATASETS / "tokenizer"
 EVAL_TEXT = DATASETS / "eval" / "eval.txt"
 TRACES_DIR = DATASETS / "traces"
 CONFIGS_DIR = DATASETS / "model_configs"
+PROFILES_DIR = DATASETS / "profiles"
 
 MODEL_NAMES = ("course-llama", "course-llama-draft")
 EOT = "<|endoftext|>"  # id 0: separates documents; also BOS and EOS of the course models
@@ -90,7 +91,25 @@ def model_config(name: str) -> dict:
     return json.loads(path.read_text())
 
 
+def profile_names() -> tuple[str, ...]:
+    return tuple(sorted(p.name.removesuffix(".json.gz") for p in PROFILES_DIR.glob("*.json.gz")))
+
+
+def profile_path(name: str) -> Path:
+    """A committed profiler trace (Chrome/Kineto JSON, gzipped) recorded on an H200 by
+    datasets/profiles/record_profiles.py: 'p1_decode_eager', 'p1_decode_graphs', 'p6_attention_block'."""
+    path = PROFILES_DIR / f"{name}.json.gz"
+    if not path.exists():
+        raise ValueError(f"unknown profiler trace {name!r}; known: {profile_names()}")
+    return path
+
+
+def profile_device() -> dict:
+    """The device the profiles were recorded on, with its peaks measured in the same run."""
+    return json.loads((PROFILES_DIR / "device.json").read_text())
+
+
 __all__ = ["ROOT", "DATASETS", "MODELS_DIR", "TOKENIZER_DIR", "EVAL_TEXT", "TRACES_DIR",
-           "CONFIGS_DIR", "MODEL_NAMES", "EOT", "PAD", "model_path", "load_model",
-           "load_tokenizer", "eval_text", "trace_names", "load_trace", "config_names",
+           "CONFIGS_DIR", "PROFILES_DIR", "MODEL_NAMES", "EOT", "PAD", "model_path", "load_model",
+           "load_tokenizer", "eval_text", "trace_names", "load_trace", "config_names", "profile_names", "profile_path", "profile_device",
            "model_config", "param_count", "Trace", "TraceRequest"]

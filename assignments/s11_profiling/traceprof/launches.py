@@ -1,0 +1,48 @@
+"""Joining GPU work to the host calls that enqueued it, and those calls to the operators around them.
+
+Every GPU event carries the correlation id of the host call that enqueued it. That call may be a
+CUDA *runtime* call (cudaLaunchKernel, cudaMemcpyAsync, cudaGraphLaunch, ...) or a *driver* call:
+cuBLAS's Hopper kernels and Triton's kernels are launched with cuLaunchKernelEx, category
+"cuda_driver". A join over runtime calls alone silently loses them. A kernel replayed from a CUDA
+graph correlates with the one cudaGraphLaunch that replayed the whole graph, not with the operator
+that launched it at capture time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .events import Event, gpu_events
+
+HOST_CALL_CATEGORIES = ("cuda_runtime", "cuda_driver")
+OP_CATEGORIES = ("cpu_op", "user_annotation")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One GPU event and the host call that enqueued it (None when the trace has none).
+    delay_us: from the call's end to the GPU event's start, clipped at 0."""
+
+    gpu: Event
+    call: Event | None
+    delay_us: float | None
+
+
+def join_launches(events: list[Event]) -> list[Launch]:
+    """One Launch per GPU event, in trace order, joined on the correlation id with the runtime or
+    driver call of the same id."""
+    raise NotImplementedError("s11.10: join_launches")
+
+
+def enclosing_op(events: list[Event], call: Event) -> Event | None:
+    """The innermost operator range ("cpu_op" or "user_annotation") on the call's process and thread
+    that contains the call ([ts, end] within the range's, ends included); None when there is none.
+    Innermost: the shortest such range (on a tie, the one that starts last)."""
+    raise NotImplementedError("s11.11: enclosing_op")
+
+
+def time_by_op(events: list[Event]) -> dict[str, float]:
+    """GPU microseconds per operator name: each GPU event's duration goes to the name of its call's
+    enclosing_op; to "<cudaGraphLaunch>" (the call's name in angle brackets) when the call has no
+    enclosing operator; to "<unknown>" when the GPU event has no call."""
+    raise NotImplementedError("s11.12: time_by_op")
