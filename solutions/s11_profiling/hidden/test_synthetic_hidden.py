@@ -77,6 +77,17 @@ def test_gaps_across_streams_name_the_event_that_really_ended_last(tmp_path):
     assert got[0][2][0] == "long" and got[0][3][0] == "k3"
 
 
+@pytest.mark.points(2)
+def test_a_long_kernel_started_first_hides_the_end_of_a_short_one(tmp_path):
+    """long [0, 30) on stream 9 starts before short [5, 10) on stream 7: the gap is [30, 40), not [10, 40)."""
+    t = TraceBuilder()
+    t.launch(-20, "long", 0, 30, stream=9)
+    t.launch(-15, "short", 5, 5)
+    t.launch(-10, "next", 40, 10)
+    got = w_gaps(t.write(tmp_path / "t.json"))
+    assert [(g[0], g[1], g[2][0]) for g in got] == [(30, 40, "long")]
+
+
 @pytest.mark.points(1)
 def test_back_to_back_kernels_leave_no_gap(tmp_path):
     t = TraceBuilder()
