@@ -209,3 +209,28 @@ def test_counting_parameters_with_the_transformers_model_earns_nothing_for_the_c
     for t in counted:
         assert t.score == 0 and "forbidden here" in t.reason, (t.test.nodeid, t.reason[:200])
     assert all(t.score == t.test.points for t in graded if t not in counted)
+
+
+@dataclasses.dataclass(frozen=True)
+class _WithoutForbidden(Course):
+    """The course with every assignment's forbidden names allowed."""
+
+    def spec(self, assignment_id):
+        spec = super().spec(assignment_id)
+        return dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, forbidden=()))
+
+
+def test_asking_hta_for_the_timeline_earns_nothing_for_it(tmp_path):
+    """Over the reference: temporal_breakdown asks Holistic Trace Analysis (the tests' oracle) instead
+    of merging intervals. Its answers are right with HTA allowed; with the assignment's forbidden
+    list, the tests that call it earn nothing and say why, and the rest keep their points."""
+    aid = "s11_profiling"
+    sub = _submission(tmp_path, aid, "s11_hta_wrapper", "reference")
+    files = ["tests/test_timeline.py", "tests/test_gaps.py"]
+    allowed = grade_assignment(course=_WithoutForbidden(COURSE.root), assignment_id=aid, submission=sub,
+                               sandbox="auto", hardware="cpu", only_files=files)
+    assert allowed.score == allowed.max_score, [t.reason for t in allowed.tests if t.graded and not t.score]
+    result, graded = _grade(sub, aid, accounting=True, only_files=files)
+    refused = [t for t in graded if "idle_and_compute" in t.test.nodeid]
+    assert len(refused) == 1 and refused[0].score == 0 and "forbidden" in refused[0].reason, refused[0].reason[:300]
+    assert all(t.score == t.test.points for t in graded if t not in refused), [(t.test.nodeid, t.reason[:300]) for t in graded if t not in refused and t.score < t.test.points]

@@ -2,7 +2,7 @@
 
 `torch.nn.functional.scaled_dot_product_attention` is replaced on its module and wherever a module
 of the student's package holds the same object (`from torch.nn.functional import ...`). A dotted
-name that is a module has each public callable patched; a module that is not installed is made
+name that is a module has each public callable it defines patched (not the names it imported); a module that is not installed is made
 unimportable for the test's duration.
 """
 
@@ -86,7 +86,10 @@ def apply(names: list[str], package: str) -> list[Patch]:
         targets: list[Patch] = []
         if isinstance(value, types.ModuleType):
             for sub, fn in vars(value).items():
-                if callable(fn) and not sub.startswith("_") and not isinstance(fn, types.ModuleType):
+                # the module's own callables only: a name it imported (pathlib.Path, json.dumps) is not
+                # what is forbidden, and patching it would reach the student's own imports of it
+                own = getattr(fn, "__module__", None) == value.__name__
+                if callable(fn) and own and not sub.startswith("_") and not isinstance(fn, types.ModuleType):
                     targets.append((value, sub, fn))
         else:
             targets.append((owner, attr, value))
