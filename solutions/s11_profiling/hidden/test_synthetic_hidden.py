@@ -175,6 +175,15 @@ def test_a_host_event_covering_less_than_half_the_gap_is_not_its_cause(tmp_path)
 
 
 @pytest.mark.points(1)
+def test_of_equal_gaps_the_first_is_the_largest(tmp_path):
+    t = TraceBuilder()
+    t.launch(0, "a", 10, 10)
+    t.launch(1, "b", 50, 10)      # gap [20, 50)
+    t.launch(2, "c", 90, 10)      # gap [60, 90): as long
+    assert w_gap_cause(t.write(tmp_path / "t.json"))["gap"][:2] == [20, 50]
+
+
+@pytest.mark.points(1)
 def test_a_gpu_that_never_idles_has_no_largest_gap(tmp_path):
     t = TraceBuilder()
     t.launch(0, "a", 10, 10)

@@ -30,3 +30,10 @@ def test_fewest_gpus_among_the_best_packings():
     check_packing(["2g.35gb", "1g.35gb", "2g.35gb", "2g.35gb"], 2)
     # 7 x 1g on one GPU, plus the +me on another (1g starts 0..6 are all taken)
     check_packing(["1g.18gb"] * 7 + ["1g.18gb+me"], 2)
+
+
+@pytest.mark.points(1)
+def test_a_layout_holding_none_of_what_is_left_does_not_end_the_search():
+    # after one 4g, the remaining (4g, 3g) fit no layout of the 7g-only kind: the search must go on
+    check_packing(["4g.71gb", "4g.71gb", "3g.71gb"], 2)
+    check_packing(["1g.18gb", "1g.18gb+me", "1g.18gb+me"], 2)
