@@ -21,9 +21,9 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-import coursedata
 import pytest
 
+import coursedata
 from autograder.testing import in_worker, tolerances
 
 REAL = ("p1_decode_eager", "p1_decode_graphs", "p6_attention_block")

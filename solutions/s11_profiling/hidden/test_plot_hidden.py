@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import coursedata
 import pytest
 from conftest import in_worker
+
+import coursedata
 
 
 @in_worker

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import coursedata
 import pytest
 from conftest import (
     hta_kernels,
@@ -19,6 +18,8 @@ from conftest import (
     w_roofline,
     w_shares,
 )
+
+import coursedata
 
 
 @pytest.mark.points(2)

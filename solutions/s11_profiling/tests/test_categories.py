@@ -3,9 +3,10 @@ committed trace against HTA's per-kernel sums grouped by the same rules in the t
 
 from __future__ import annotations
 
-import coursedata
 import pytest
 from conftest import hta_kernels, rule, w_classify, w_shares
+
+import coursedata
 
 NAMES = {
     "nvjet_sm90_tst_64x8_64x16_2x4_h_bz_TNT": "gemm",

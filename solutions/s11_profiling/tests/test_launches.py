@@ -4,9 +4,10 @@ the raw JSON. Tolerance "trace time": 0.01 us."""
 
 from __future__ import annotations
 
-import coursedata
 import pytest
 from conftest import hta_launches, raw_calls, raw_gpu, w_launches, w_time_by_op
+
+import coursedata
 
 
 @pytest.mark.points(4)

@@ -4,11 +4,12 @@ FLOPs from torch's own flop formulas, bytes from the operand sizes, peaks measur
 
 from __future__ import annotations
 
-import coursedata
 import pytest
 import torch
 from conftest import raw_calls, raw_events, raw_gpu, w_roofline
 from torch.utils.flop_counter import mm_flop
+
+import coursedata
 
 
 @pytest.mark.points(4)

@@ -3,9 +3,10 @@ and merge_intervals against a direct union on small cases. Tolerance "trace time
 
 from __future__ import annotations
 
-import coursedata
 import pytest
 from conftest import hta_kernels, hta_temporal, raw_events, w_breakdown, w_kernels, w_load, w_merge
+
+import coursedata
 
 
 @pytest.mark.points(2)
