@@ -1,4 +1,4 @@
-"""Hidden: the roofline plot is a PNG written where asked."""
+"""The roofline plot is a PNG written where asked."""
 
 from __future__ import annotations
 
