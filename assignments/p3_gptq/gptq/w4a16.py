@@ -87,14 +87,17 @@ def _is_pow2(x: int) -> bool:
 
 
 def default_config(m: int) -> dict:
-    """Tile sizes and launch parameters by M (H200 starting points, not yet tuned)."""
+    """Tile sizes and launch parameters by M. M <= 16 and M > 64: the best of a sweep on an H200
+    (2026-12-02; Llama-3-8B shapes, bf16, g128, CUDA graph replays; 40 decode and 48 prefill configs):
+    1.04x bf16 geomean at M in {1, 4, 16} (0.91x with the earlier 64-wide tiles), 0.43x at M = 128
+    (0.24x with 128 x 128 x 64 tiles). M in 17..64: starting points, not swept."""
     if m <= 16:  # decode: a GEMV in disguise, bound by streaming qweight
-        return {"block_m": 16, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
+        return {"block_m": 16, "block_n": 128, "block_k": 128, "num_warps": 4, "num_stages": 3}
     if m <= 32:
         return {"block_m": 32, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
     if m <= 64:
         return {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 4, "num_stages": 4}
-    return {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3}  # prefill
+    return {"block_m": 64, "block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 3}  # prefill
 
 
 def _interpreting() -> bool:
