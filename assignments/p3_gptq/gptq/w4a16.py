@@ -86,18 +86,27 @@ def _is_pow2(x: int) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x > 0 and x & (x - 1) == 0
 
 
-def default_config(m: int) -> dict:
-    """Tile sizes and launch parameters by M. M <= 16 and M > 64: the best of a sweep on an H200
-    (2026-12-02; Llama-3-8B shapes, bf16, g128, CUDA graph replays; 40 decode and 48 prefill configs):
-    1.04x bf16 geomean at M in {1, 4, 16} (0.91x with the earlier 64-wide tiles), 0.43x at M = 128
-    (0.24x with 128 x 128 x 64 tiles). M in 17..64: starting points, not swept."""
+def default_config(m: int, group_size: int = 0) -> dict:
+    """Tile sizes and launch parameters by M and the group layout.
+
+    Sequential groups whose size is a multiple of 128 (the g128 checkpoints), M <= 16 and M > 64:
+    the best of a sweep on an H200 (2026-12-02; Llama-3-8B shapes, bf16, CUDA graph replays; 40
+    decode and 48 prefill configs): 1.04x bf16 geomean at M in {1, 4, 16} (0.91x with the general
+    tiles below), 0.43x at M = 128 (0.24x). Any other layout dequantizes per row of the K tile, whose
+    zero and scale tiles do not fit the H200's shared memory at 16 x 128 x 128 with 3 stages (286,720
+    bytes of 232,448): it keeps the general tiles. M in 17..64: starting points, not swept."""
+    tuned = group_size > 0 and group_size % 128 == 0
     if m <= 16:  # decode: a GEMV in disguise, bound by streaming qweight
-        return {"block_m": 16, "block_n": 128, "block_k": 128, "num_warps": 4, "num_stages": 3}
+        if tuned:
+            return {"block_m": 16, "block_n": 128, "block_k": 128, "num_warps": 4, "num_stages": 3}
+        return {"block_m": 16, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
     if m <= 32:
         return {"block_m": 32, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
     if m <= 64:
         return {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 4, "num_stages": 4}
-    return {"block_m": 64, "block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 3}  # prefill
+    if tuned:
+        return {"block_m": 64, "block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 3}  # prefill
+    return {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3}
 
 
 def _interpreting() -> bool:
@@ -137,12 +146,12 @@ def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_i
             promises g_idx == arange(K) // group_size (sequential groups: the fast path, unchecked).
         split_k: K splits >= 1 (their fp32 partial sums are added in a fixed order by a second
             kernel); None picks choose_split_k's.
-        block_m / block_n / block_k: powers of two >= 16; None: default_config(M).
+        block_m / block_n / block_k: powers of two >= 16; None: default_config(M, group_size).
 
     Returns (M, N) in a's dtype, accumulated in fp32. Raises ValueError on bad inputs or options.
     """
     _check_inputs(a, qweight, qzeros, scales, g_idx)
-    cfg = default_config(a.shape[0])
+    cfg = default_config(a.shape[0], group_size if isinstance(group_size, int) else 0)
     cfg.update({key: v for key, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k))
                 if v is not None})
     for key in ("block_m", "block_n", "block_k"):
