@@ -105,13 +105,15 @@ def eager_padded(b: int, seed: int):
 
 @pytest.mark.gpu
 @pytest.mark.points(4)
-def test_replays_equal_eager_runs_of_the_padded_batch_without_running_python():
+def test_replays_equal_eager_runs_of_the_padded_batch_without_running_python(tol):
+    exact = tol("graph replay")
     batches = [1, 3, 8, 2, 5, 4]
     got = graphed_runs(batches)
     for seed, b in enumerate(batches):
         out = torch.tensor(got["outs"][seed])
         assert out.shape == (b, WIDTH), f"batch {b}: shape {tuple(out.shape)}"
-        assert torch.equal(out, eager_padded(b, seed)), f"batch {b}: not the eager result of the padded batch"
+        torch.testing.assert_close(out, eager_padded(b, seed), rtol=exact["rel"], atol=exact["abs"],
+                                   msg=f"batch {b}: not the eager result of the padded batch")
     assert got["python_calls_in_steps"] == 0, "step() ran the step function in Python: not a replay"
 
 
