@@ -168,6 +168,19 @@ def test_a_cause_must_be_on_the_launching_thread(tmp_path):
 
 
 @pytest.mark.points(2)
+def test_the_cause_is_on_the_thread_that_launched_the_work_after_the_gap(tmp_path):
+    """The kernel before the gap came from a side thread (2) busy in a long range; the kernel after it
+    from the main thread (1), which spent the gap in the tokenizer."""
+    t = TraceBuilder()
+    t.op("side.loader", 0, 400, tid=2, cat="user_annotation")
+    t.launch(5, "a", 10, 10, tid=2)
+    t.op("tokenizer.decode", 30, 150, tid=1, cat="user_annotation")
+    t.launch(190, "b", 200, 10, tid=1)
+    got = w_gap_cause(t.write(tmp_path / "threads.json"))
+    assert got["gap"][:2] == [20, 200] and got["cause"][0] == "tokenizer.decode"
+
+
+@pytest.mark.points(2)
 def test_a_host_event_covering_less_than_half_the_gap_is_not_its_cause(tmp_path):
     got = w_gap_cause(cause_case(tmp_path, other_thread=True, short=True))
     assert got["cause"] is None
@@ -219,6 +232,8 @@ def test_the_bound_flips_at_the_ridge(tmp_path):
     below = w_roofline(path, ai * 1e11 * 1.01, 1e11)[0]   # ridge just above the intensity
     above = w_roofline(path, ai * 1e11 * 0.99, 1e11)[0]
     assert (below[13], above[13]) == ("memory", "compute")
+    at = w_roofline(path, ai, 1.0)[0]                     # ridge == intensity exactly: not below it
+    assert at[13] == "compute"
     assert below[12] == pytest.approx(ai * 1e11) and above[12] == pytest.approx(ai * 1e11 * 0.99)
 
 
