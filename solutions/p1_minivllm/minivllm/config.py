@@ -9,6 +9,7 @@ from pathlib import Path
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 _DEVICES = ("auto", "cpu", "cuda")
 _BACKENDS = ("auto", "torch", "triton")
+_POLICIES = ("decode_first", "prefill_first")
 
 
 @dataclass
@@ -26,6 +27,9 @@ class EngineConfig:
     enable_chunked_prefill: a prompt may be split over several steps to fit the token budget.
         When off, a prompt is prefilled in one step, so the budget must hold `max_model_len` tokens.
     enable_prefix_caching: full KV blocks are shared between sequences with the same token prefix.
+    scheduling_policy: "decode_first" (SARATHI, vLLM v1: every running decode gets its token, then
+        prefill chunks fill the budget) or "prefill_first" (vLLM v0: a step holds only prefill work
+        whenever there is any, so running decodes stall behind it); see kvcache.SchedulerConfig.
     dtype: "float32", "bfloat16", "float16", or "auto" (float32 on CPU, bfloat16 on CUDA).
     device: "cpu", "cuda", or "auto" (CUDA when available).
     attention_backend: "torch" (gather path everywhere), "triton" (paged-decode kernel for decode
@@ -44,6 +48,7 @@ class EngineConfig:
     max_model_len: int | None = None
     enable_chunked_prefill: bool = True
     enable_prefix_caching: bool = True
+    scheduling_policy: str = "decode_first"
     dtype: str = "auto"
     device: str = "auto"
     attention_backend: str = "auto"
@@ -64,6 +69,8 @@ class EngineConfig:
             raise ValueError(f"max_num_batched_tokens must be >= 1, got {self.max_num_batched_tokens}")
         if self.max_model_len is not None and self.max_model_len < 2:
             raise ValueError(f"max_model_len must be >= 2 or None, got {self.max_model_len}")
+        if self.scheduling_policy not in _POLICIES:
+            raise ValueError(f"scheduling_policy must be one of {_POLICIES}, got {self.scheduling_policy!r}")
         if self.dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {_DTYPES}, got {self.dtype!r}")
         if self.device not in _DEVICES:

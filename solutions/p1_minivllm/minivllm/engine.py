@@ -70,7 +70,7 @@ class LLM:
         self._requests: dict[int, Request] = {}
 
     def _scheduler_config(self) -> kvcache.SchedulerConfig:
-        """kvcache's knobs from the engine's: decode-first (SARATHI) steps mixing decodes and chunks."""
+        """kvcache's knobs from the engine's (by default decode-first, SARATHI: steps mixing decodes and chunks)."""
         c = self.config
         # A step runs at most max_num_batched_tokens sequences anyway (each computes >= 1 token), and
         # kvcache insists on budget >= max_num_seqs so that every running sequence can decode at once.
@@ -79,7 +79,7 @@ class LLM:
         # requests that do not fit instead (add_request), so the scheduler sees what the pool holds.
         longest = min(self.max_model_len, self.block_manager.num_blocks * self.config.block_size)
         return kvcache.SchedulerConfig(max_num_seqs=max_num_seqs, max_num_batched_tokens=c.max_num_batched_tokens,
-                                       max_model_len=longest, policy="decode_first",
+                                       max_model_len=longest, policy=c.scheduling_policy,
                                        enable_chunked_prefill=c.enable_chunked_prefill)
 
     def add_request(self, prompt: str | list[int], params: SamplingParams) -> int:

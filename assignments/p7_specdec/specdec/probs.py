@@ -1,0 +1,20 @@
+"""The distributions both models sample from: the same temperature and top-p on the draft and the target."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from transformer import SamplingParams, process_logits
+
+
+def to_probs(logits: Tensor, params: SamplingParams) -> Tensor:
+    """The distribution a token is drawn from, one row per position.
+
+    logits: (T, V) of either model. Returns float32 (T, V), each row summing to 1.
+    Sampled (temperature > 0): softmax of `transformer.process_logits(logits, params)` (temperature,
+    then top-k, top-p, min-p: the stage-1 pipeline). Greedy (temperature 0): the one-hot row of the
+    argmax (the first index on ties), so that rejection sampling with one-hot rows is greedy decoding.
+    Draft and target rows must go through this one function: speculative decoding preserves the
+    target's *processed* distribution only when both models' rows are processed alike.
+    """
+    raise NotImplementedError("p7.4: to_probs")

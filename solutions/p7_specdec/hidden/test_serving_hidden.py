@@ -1,0 +1,54 @@
+"""Hidden: arrivals honoured (an idle engine waits, a late request gets no token before it arrives),
+results in the trace's order when arrivals are not sorted, and the timeline PNG."""
+
+import pytest
+import torch
+from conftest import pair_dirs
+
+from autograder.testing import in_worker
+
+
+@in_worker
+def serve_arrivals(folder: str, requests: list) -> dict:
+    import time
+
+    from minivllm import LLM
+    from specdec import TraceRequest, replay
+
+    llm = LLM(folder, device="cpu", max_model_len=128, max_num_seqs=4, max_num_batched_tokens=64)
+    t0 = time.perf_counter()
+    result = replay(llm, [TraceRequest(a, tuple(p), m) for a, p, m in requests])
+    return {"wall": time.perf_counter() - t0, "steps": [(s.start, s.end) for s in result.steps],
+            "times": [list(t) for t in result.token_times]}
+
+
+@pytest.mark.points(2)
+def test_requests_are_served_only_after_they_arrive():
+    target, _ = pair_dirs()
+    g = torch.Generator().manual_seed(3)
+    ids = lambda n: torch.randint(2, 8000, (n,), generator=g).tolist()
+    requests = [(0.6, ids(10), 4), (0.25, ids(12), 5), (0.25, ids(8), 3)]
+    run = serve_arrivals(target, requests)
+    assert [len(t) for t in run["times"]] == [4, 5, 3], "token times in the trace's order, not the arrival order"
+    assert run["steps"][0][0] >= 0.25, "an engine with nothing to do waits for the first arrival"
+    for (arrival, _, _), times in zip(requests, run["times"], strict=True):
+        assert times[0] >= arrival, f"a request arriving at {arrival} s got a token at {times[0]:.3f} s"
+    assert run["wall"] >= 0.6
+
+
+@in_worker
+def timeline_png(steps: list, times: list) -> bytes:
+    import os
+    import tempfile
+
+    from specdec import Replay, StepRecord, plot_timeline
+
+    path = os.path.join(tempfile.mkdtemp(), "t.png")
+    plot_timeline(Replay(tuple(StepRecord(*s) for s in steps), tuple(tuple(t) for t in times)), path, "test")
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def test_timeline_is_a_png():
+    data = timeline_png([(0.0, 0.1, 64, 0, 0), (0.1, 0.15, 30, 2, 0), (0.15, 0.3, 200, 0, 2)], [[0.15], [0.15]])
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
