@@ -103,7 +103,7 @@ def timelines(out: Path) -> dict:
     for name, policy, chunked in (("prefill_first", "prefill_first", False), ("chunked", "decode_first", True)):
         llm = LLM(str(course_dir("course-llama")), dtype="bfloat16", device="cuda", max_model_len=1024,
                   max_num_batched_tokens=256 if chunked else 1024, enable_chunked_prefill=chunked,
-                  scheduling_policy=policy, enable_prefix_caching=False, gpu_memory_utilization=0.2)
+                  scheduling_policy=policy, enable_prefix_caching=False, num_kv_blocks=512)
         replay(llm, requests[:1])  # warm-up
         result = replay(llm, requests)
         plot_timeline(result, str(out / f"timeline_{name}.png"), f"{name}: prefill (orange), decode (blue), stalls (red)")

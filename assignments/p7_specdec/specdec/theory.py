@@ -23,8 +23,6 @@ def expected_tokens_per_call(alpha: float, gamma: int) -> float:
 
     Raises ValueError for alpha outside [0, 1] or gamma < 0.
     """
-    if not 0.0 <= alpha <= 1.0 or gamma < 0:
-        raise ValueError(f"need 0 <= alpha <= 1 and gamma >= 0, got alpha={alpha}, gamma={gamma}")
     raise NotImplementedError("p7.12: expected_tokens_per_call")
 
 
@@ -32,14 +30,10 @@ def expected_tokens_from_rates(rates: Sequence[float]) -> float:
     """The same expectation when draft i is accepted with its own probability rates[i] (given that
     drafts 0..i-1 were): 1 + r0 + r0 r1 + ... + r0 r1 ... r(g-1). Equals expected_tokens_per_call
     when every rate is alpha. Raises ValueError for a rate outside [0, 1]."""
-    if any(not 0.0 <= r <= 1.0 for r in rates):
-        raise ValueError(f"acceptance rates must lie in [0, 1], got {list(rates)}")
     raise NotImplementedError("p7.13: expected_tokens_from_rates")
 
 
 def expected_speedup(alpha: float, gamma: int, c: float) -> float:
     """The paper's walltime improvement: (1 - alpha^(gamma + 1)) / ((1 - alpha)(gamma c + 1)), where c
     is the cost of one draft step over one target step. Raises ValueError for c < 0."""
-    if c < 0:
-        raise ValueError(f"the cost ratio c must be >= 0, got {c}")
     raise NotImplementedError("p7.14: expected_speedup")

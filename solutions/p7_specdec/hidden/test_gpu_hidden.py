@@ -4,15 +4,16 @@ Speculative decoding: measured speedup over the target decoding alone (stage 1's
 same KV-cached loop) within 20% of (1 - a^(g+1)) / ((1 - a)(g c + 1)), with a measured on the same
 runs and c = (draft time per token) / (target time per token), each model decoding alone. On the
 course pair (a from transformers' models in the judge) and on a random-weight pair of real sizes
-(Llama-3-8B with 8 of its layers as the target, a Llama-3.2-1B-shaped draft; a from the package's
+(Llama-3-8B's shapes as the target, Llama-3.2-1B's as the draft; a from the package's
 measure_acceptance, which the CPU tier checks against transformers). Every timed call is one
 request to the worker whose reply carries the generated ids, so its GPU work is done when it
 returns: timed on the judge's clock, median of 3.
 
 Chunked prefill: the long_prompt trace (24 requests, arrivals twice as fast) served by the P1
-engine on the same 8-layer Llama-3-8B with random weights, prefill-first with whole prompts vs
-decode-first with 512-token chunks: the inter-token latency p99 (computed here from the token
-times) must fall with chunks, and the stalls must vanish. The ratio is reported.
+engine on Llama-3-8B's shapes with 8 of its layers (random weights), prefill-first with whole
+prompts vs decode-first with 512-token chunks: the inter-token latency p99 (computed here from the
+token times) must fall with chunks, and the stalls must vanish (graded wherever there is a GPU);
+the ratio of the p99s is a perf metric with bars from the reference's H200 run.
 """
 
 import functools
@@ -43,7 +44,7 @@ def _models(kind: str):
         return (load_model(target, dtype=torch.bfloat16, device="cuda"),
                 load_model(draft, dtype=torch.bfloat16, device="cuda"))
     out = []
-    for seed, shape in ((0, LLAMA3_8B), (1, LLAMA32_1B)):
+    for seed, shape in ((0, LLAMA3_8B | {"num_hidden_layers": 32}), (1, LLAMA32_1B)):
         torch.manual_seed(seed)
         with torch.device("cuda"):
             model = Llama(LlamaConfig(**shape)).to(torch.bfloat16).eval()
@@ -90,7 +91,7 @@ def timed(fn, *args, repeats: int = 3):
     return statistics.median(times), result
 
 
-def check_speedup(tol, perf, kind: str, gamma: int, n: int = 256) -> dict:
+def check_speedup(tol, kind: str, gamma: int, n: int = 256) -> dict:
     prompt_ids = prompt(32, seed=7)
     t_target, _ = timed(decode_alone, kind, 0, prompt_ids, n)
     t_draft, _ = timed(decode_alone, kind, 1, prompt_ids, n)
@@ -112,15 +113,13 @@ def check_speedup(tol, perf, kind: str, gamma: int, n: int = 256) -> dict:
 
 @pytest.mark.points(3)
 @pytest.mark.parametrize("gamma", [2, 4])
-def test_course_pair_speedup_follows_the_paper(tol, perf, gamma):
-    check_speedup(tol, perf, "course", gamma)
+def test_course_pair_speedup_follows_the_paper(tol, gamma):
+    check_speedup(tol, "course", gamma)
 
 
-@pytest.mark.perf
 @pytest.mark.points(3)
-def test_real_size_pair_speedup_follows_the_paper(tol, perf):
-    result = check_speedup(tol, perf, "llama3-8b", 4)
-    perf.record("specdec_speedup_8b", result["measured"])
+def test_real_size_pair_speedup_follows_the_paper(tol):
+    check_speedup(tol, "llama3-8b", 2)
 
 
 @in_worker
@@ -171,12 +170,14 @@ def itl_p99(times: list[list[float]]) -> float:
     return float(np.percentile(gaps, 99))
 
 
-@pytest.mark.perf
-@pytest.mark.points(3)
-def test_chunked_prefill_stops_decode_stalls(tmp_path, perf):
+@functools.cache
+def trace_runs(root: str) -> tuple[dict, dict]:
+    """(prefill-first run, chunked run) of the trace, served once for both tests below."""
+    import pathlib
+
     import coursedata
 
-    folder = write_random_folder(tmp_path)
+    folder = write_random_folder(pathlib.Path(root))
     trace = coursedata.load_trace("long_prompt")
     gen = torch.Generator().manual_seed(0)
     requests = [(r.arrival_s / 2, torch.randint(0, 128000, (r.prompt_len,), generator=gen).tolist(), r.output_len)
@@ -185,9 +186,25 @@ def test_chunked_prefill_stops_decode_stalls(tmp_path, perf):
     chunked = serve_trace(folder, requests, "decode_first")
     for run in (first, chunked):
         assert [len(t) for t in run["times"]] == [m for _, _, m in requests]
+    return first, chunked
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    return trace_runs(str(tmp_path_factory.mktemp("llama3-8b-8layers")))
+
+
+@pytest.mark.points(3)
+def test_chunked_prefill_stops_decode_stalls(served):
+    first, chunked = served
     ratio = itl_p99(first["times"]) / itl_p99(chunked["times"])
     print(f"ITL p99 {itl_p99(first['times']) * 1e3:.1f} ms prefill-first, {itl_p99(chunked['times']) * 1e3:.1f} ms "
           f"chunked ({ratio:.2f}x); stalled decode-steps {first['stalled']} vs {chunked['stalled']}")
     assert chunked["stalled"] == 0 < first["stalled"]
     assert ratio > 1.0, f"chunked prefill must cut the p99 inter-token latency, got {ratio:.2f}x"
-    perf.record("chunked_itl_p99_ratio", ratio)
+
+
+@pytest.mark.perf
+def test_chunked_prefill_itl_ratio(served, perf):
+    first, chunked = served
+    perf.record("chunked_itl_p99_ratio", itl_p99(first["times"]) / itl_p99(chunked["times"]))
