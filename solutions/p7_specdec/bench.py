@@ -1,13 +1,13 @@
-"""Speculative decoding's speedup against gamma, measured and predicted, and a decode stall on a
-timeline (needs a GPU; run from the assignment folder with your package and the given ones).
+"""Speculative decoding's speedup against gamma, measured and predicted (needs a GPU; run from the
+assignment folder with your package and the given ones).
 
-    python bench.py --out figs/        # speedup_vs_gamma.png, timeline_prefill_first.png, timeline_chunked.png
+    python bench.py --out figs/        # speedup_vs_gamma.png and bench.json
 
 Speedup: target-alone decoding (stage 1's `generate`) time / speculative time for 256 tokens at
 T = 1, gamma = 1 .. 6, on the course pair; predicted = (1 - a^(g+1)) / ((1 - a)(g c + 1)) with a
 from `measure_acceptance` on the same run and c = draft time per token / target time per token.
-Timeline: the first 12 requests of the long_prompt trace (arrivals twice as fast) through the P1
-engine on the course model's shapes, prefill-first without chunks and decode-first with 256-token chunks.
+The stall timelines come from the GPU tier's chunked-prefill run (Llama-3-8B shapes, 8 layers):
+P7_FIGURES=figs python -m autograder grade p7_specdec writes timeline_<policy>.png there.
 """
 
 from __future__ import annotations
@@ -19,12 +19,8 @@ from pathlib import Path
 
 import torch
 from specdec import (
-    TraceRequest,
     expected_speedup,
-    latency_stats,
     measure_acceptance,
-    plot_timeline,
-    replay,
     speculative_generate,
 )
 from transformer import SamplingParams, generate, load_model
@@ -90,34 +86,12 @@ def speedups(out: Path, n: int = 256) -> dict:
     return {"rows": rows, "t_target": t_target, "t_draft": t_draft}
 
 
-def timelines(out: Path) -> dict:
-    from minivllm import LLM
-
-    import coursedata
-
-    trace = coursedata.load_trace("long_prompt")
-    gen = torch.Generator().manual_seed(0)
-    requests = [TraceRequest(r.arrival_s / 2, tuple(torch.randint(2, 8000, (min(r.prompt_len, 900),), generator=gen).tolist()),
-                             min(r.output_len, 100)) for r in trace.requests[:12]]
-    stats = {}
-    for name, policy, chunked in (("prefill_first", "prefill_first", False), ("chunked", "decode_first", True)):
-        llm = LLM(str(course_dir("course-llama")), dtype="bfloat16", device="cuda", max_model_len=1024,
-                  max_num_batched_tokens=256 if chunked else 1024, enable_chunked_prefill=chunked,
-                  scheduling_policy=policy, enable_prefix_caching=False, num_kv_blocks=512)
-        replay(llm, requests[:1])  # warm-up
-        result = replay(llm, requests)
-        plot_timeline(result, str(out / f"timeline_{name}.png"), f"{name}: prefill (orange), decode (blue), stalls (red)")
-        stats[name] = latency_stats(result).__dict__
-        print(name, stats[name])
-    return stats
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path("figs"))
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    report = {"device": torch.cuda.get_device_name(0), "speedup": speedups(args.out), "timelines": timelines(args.out)}
+    report = {"device": torch.cuda.get_device_name(0), "speedup": speedups(args.out)}
     (args.out / "bench.json").write_text(json.dumps(report, indent=1))
 
 

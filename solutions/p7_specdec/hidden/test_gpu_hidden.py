@@ -7,7 +7,7 @@ course pair (a from transformers' models in the judge) and on a random-weight pa
 (Llama-3-8B's shapes as the target, Llama-3.2-1B's as the draft; a from the package's
 measure_acceptance, which the CPU tier checks against transformers). Every timed call is one
 request to the worker whose reply carries the generated ids, so its GPU work is done when it
-returns: timed on the judge's clock, median of 3.
+returns: timed on the judge's clock, median of 5.
 
 Chunked prefill: the long_prompt trace (24 requests, arrivals twice as fast) served by the P1
 engine on Llama-3-8B's shapes with 8 of its layers (random weights), prefill-first with whole
@@ -17,6 +17,7 @@ the ratio of the p99s is a perf metric with bars from the reference's H200 run.
 """
 
 import functools
+import os
 import statistics
 import time
 
@@ -81,7 +82,7 @@ def spec(kind: str, prompt_ids: list[int], n: int, gamma: int, seed: int) -> dic
     return out
 
 
-def timed(fn, *args, repeats: int = 3):
+def timed(fn, *args, repeats: int = 5):
     fn(*args)  # warm-up (and the models' first load)
     times, result = [], None
     for _ in range(repeats):
@@ -112,7 +113,7 @@ def check_speedup(tol, kind: str, gamma: int, n: int = 256) -> dict:
 
 
 @pytest.mark.points(3)
-@pytest.mark.parametrize("gamma", [2, 4])
+@pytest.mark.parametrize("gamma", [2])
 def test_course_pair_speedup_follows_the_paper(tol, gamma):
     check_speedup(tol, "course", gamma)
 
@@ -125,7 +126,7 @@ def test_real_size_pair_speedup_follows_the_paper(tol):
 @in_worker
 def serve_trace(folder: str, requests: list, policy: str) -> dict:
     from minivllm import LLM
-    from specdec import TraceRequest, replay
+    from specdec import TraceRequest, plot_timeline, replay
 
     chunked = policy == "decode_first"
     llm = LLM(folder, dtype="bfloat16", device="cuda", max_model_len=8448, max_num_seqs=64,
@@ -133,6 +134,9 @@ def serve_trace(folder: str, requests: list, policy: str) -> dict:
               scheduling_policy=policy, enable_prefix_caching=False, gpu_memory_utilization=0.5)
     replay(llm, [TraceRequest(0.0, tuple(requests[0][1][:64]), 4)])  # warm-up: kernels, graphs
     result = replay(llm, [TraceRequest(a, tuple(p), m) for a, p, m in requests])
+    if os.environ.get("P7_FIGURES"):  # the handout's timelines: P7_FIGURES=dir python -m autograder grade ...
+        plot_timeline(result, os.path.join(os.environ["P7_FIGURES"], f"timeline_{policy}.png"),
+                      f"{policy}: prefill (orange), decode (blue), stalled decodes (red)")
     del llm
     torch.cuda.empty_cache()
     return {"times": [list(t) for t in result.token_times],
