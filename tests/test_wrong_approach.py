@@ -234,3 +234,17 @@ def test_asking_hta_for_the_timeline_earns_nothing_for_it(tmp_path):
     refused = [t for t in graded if "idle_and_compute" in t.test.nodeid]
     assert len(refused) == 1 and refused[0].score == 0 and "forbidden" in refused[0].reason, refused[0].reason[:300]
     assert all(t.score == t.test.points for t in graded if t not in refused), [(t.test.nodeid, t.reason[:300]) for t in graded if t not in refused and t.score < t.test.points]
+
+
+def test_sampling_from_the_target_alone_earns_nothing_for_the_loop(tmp_path):
+    """Over the reference: speculative_generate samples from the target alone (stage 1's `generate`)
+    and reports one token per made-up round. Its tokens are the target's, greedy and sampled alike,
+    which is what a test of the output alone would accept; every test of the loop also checks the
+    rounds or replays the algorithm's draws, and earns nothing. measure_acceptance keeps its points."""
+    aid = "p7_specdec"
+    sub = _submission(tmp_path, aid, "p7_target_alone", "reference")
+    result, graded = _grade(sub, aid, accounting=True, only_files=["tests/test_decode.py"])
+    loop = [t for t in graded if "acceptance" not in t.test.nodeid]
+    assert len(loop) == 7 and all(t.score == 0 for t in loop), [(t.test.nodeid, t.score) for t in loop if t.score]
+    kept = [t for t in graded if t not in loop]
+    assert kept and all(t.score == t.test.points for t in kept)

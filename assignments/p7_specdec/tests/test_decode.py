@@ -22,6 +22,7 @@ def test_greedy_output_is_the_targets_greedy_decoding(gamma):
     p = prompt(24)
     run = spec_runs(target, draft, p, 40, gamma, 0.0, 1.0, [0])[0]
     assert run["tokens"] == greedy_oracle(p, 40)
+    assert run["rounds"] == greedy_rounds_oracle(p, 40, gamma), "the tokens are right; the rounds that made them are not"
 
 
 def greedy_rounds_oracle(prompt_ids: list[int], n: int, gamma: int) -> list[int]:

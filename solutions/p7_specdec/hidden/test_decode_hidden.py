@@ -16,6 +16,8 @@ def gate(tol, temperature: float, top_p: float, gamma: int, seeds: list[int], n:
     predicted = (1 - alpha ** (gamma + 1)) / (1 - alpha)
     measured = sum(sum(r["rounds"]) for r in runs) / sum(len(r["rounds"]) for r in runs)
     assert all(sum(r["rounds"]) >= n and len(r["tokens"]) == n for r in runs)
+    # the counts come from the package: the first run must be the algorithm's own, draw for draw
+    assert (runs[0]["tokens"], runs[0]["rounds"]) == replay_oracle(p, n, gamma, temperature, top_p, seed=seeds[0])
     assert abs(measured - predicted) <= tol("tokens per call vs the paper")["rtol"] * predicted, (
         f"alpha {alpha:.3f}: measured {measured:.3f} tokens per target call, the paper predicts {predicted:.3f}")
 
@@ -64,6 +66,8 @@ def test_first_token_distribution_is_the_targets():
     target, draft = pair_dirs()
     p_ids, n, temperature, top_p = prompt(4, seed=6), 600, 0.8, 0.9
     runs = spec_runs(target, draft, p_ids, 1, 2, temperature, top_p, list(range(n)))
+    for seed in range(3):  # the samples come from the algorithm itself (not the target alone), draw for draw
+        assert runs[seed]["tokens"] == replay_oracle(p_ids, 1, 2, temperature, top_p, seed=seed)[0]
     emp = torch.bincount(torch.tensor([r["tokens"][0] for r in runs]), minlength=8192).double() / n
     p = probs_oracle(hf_logits(target, p_ids)[-1:], temperature, top_p)[0]
     q = probs_oracle(hf_logits(draft, p_ids)[-1:], temperature, top_p)[0]
