@@ -167,6 +167,13 @@ def write_random_folder(root) -> str:
     return str(root)
 
 
+def tpot_p99_and_throughput(times: list[list[float]]) -> tuple[float, float]:
+    import numpy as np
+
+    tpots = [(t[-1] - t[0]) / (len(t) - 1) for t in times if len(t) > 1]
+    return float(np.percentile(tpots, 99)), sum(len(t) for t in times) / max(t[-1] for t in times)
+
+
 def itl_p99(times: list[list[float]]) -> float:
     import numpy as np
 
@@ -203,7 +210,10 @@ def test_chunked_prefill_stops_decode_stalls(served):
     first, chunked = served
     ratio = itl_p99(first["times"]) / itl_p99(chunked["times"])
     print(f"ITL p99 {itl_p99(first['times']) * 1e3:.1f} ms prefill-first, {itl_p99(chunked['times']) * 1e3:.1f} ms "
-          f"chunked ({ratio:.2f}x); stalled decode-steps {first['stalled']} vs {chunked['stalled']}")
+          f"chunked ({ratio:.2f}x); stalled decode-steps {first['stalled']} vs {chunked['stalled']}; "
+          "TPOT p99 %.1f vs %.1f ms, throughput %.0f vs %.0f tok/s" % (
+              *(1e3 * tpot_p99_and_throughput(r["times"])[0] for r in (first, chunked)),
+              *(tpot_p99_and_throughput(r["times"])[1] for r in (first, chunked))))
     assert chunked["stalled"] == 0 < first["stalled"]
     assert ratio > 1.0, f"chunked prefill must cut the p99 inter-token latency, got {ratio:.2f}x"
 
