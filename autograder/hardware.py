@@ -27,6 +27,22 @@ KNOWN_DEVICES: tuple[tuple[str, str], ...] = (
 )
 
 
+# GPU generations. A same-run ratio (student vs a baseline timed beside it) carries over within one
+# generation far better than across them, so a runner without bars of its own may use a sibling's,
+# marked provisional, until `calibrate --write` on that runner records its own.
+FAMILIES: dict[str, str] = {
+    "gh200": "hopper", "h200": "hopper", "h100": "hopper", "h800": "hopper",
+    "b200": "blackwell",
+    "a100": "ampere", "a10g": "ampere", "rtx3090": "ampere",
+    "l40s": "ada", "l4": "ada", "rtx4090": "ada", "rtx4070": "ada",
+}
+
+
+def family(tag: str) -> str | None:
+    """'h100' -> 'hopper'; None for cpu and unknown GPUs (their bars never stand in for another's)."""
+    return FAMILIES.get(tag)
+
+
 def tag_from_device_name(name: str) -> str:
     """'NVIDIA H200' -> 'h200'; an unknown GPU gets a slug of its name, so it never matches a bar."""
     lowered = name.lower()

@@ -149,3 +149,31 @@ def test_a_typo_in_assignment_toml_is_an_error_naming_the_file_and_the_nearest_k
     with pytest.raises(GraderError, match=message) as caught:
         load_spec(folder / "assignment.toml")
     assert str(folder / "assignment.toml") in str(caught.value)
+
+
+def _perf_result(bars: dict, hardware: str) -> TestResult:
+    data = _with()
+    data["perf"] = {"speedup": {"unit": "x", "better": "higher", "thresholds": bars}}
+    test = ExpectedTest(nodeid="t.py::test_speed", file="t.py", points=4, gpu=True, perf=True)
+    result = TestResult(test=test, status=PASSED, metrics={"speedup": 3.0})
+    score_all([result], parse_spec(data), hardware)
+    return result
+
+
+def test_a_runner_without_its_own_bar_grades_on_its_familys_marked_provisional():
+    result = _perf_result({"h200": {"pass": 2, "full": 4}}, "h100")
+    assert result.status == PASSED and result.score == pytest.approx(3.0)
+    assert result.perf_notes == [("speedup = 3x: pass >= 2, full >= 4 on h100, provisional: the bar measured on "
+                                 "h200 (same hopper family) until `calibrate --write` on h100 -> 75%")]
+
+
+def test_a_runners_own_bar_wins_over_its_familys():
+    result = _perf_result({"h200": {"pass": 2, "full": 4}, "h100": {"pass": 1, "full": 3}}, "h100")
+    assert result.score == pytest.approx(4.0) and "provisional" not in result.perf_notes[0]
+
+
+@pytest.mark.parametrize("hardware", ["a100", "cpu", "gpu-some-new-card"])
+def test_another_generations_bar_is_never_used(hardware):
+    result = _perf_result({"h200": {"pass": 2, "full": 4}}, hardware)
+    assert result.status == "not_graded" and result.score == 0
+    assert result.perf_notes == [f"speedup = 3 (no bar for {hardware})"]

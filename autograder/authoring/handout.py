@@ -36,8 +36,10 @@ def grading_section(spec: AssignmentSpec, tests: list[ExpectedTest]) -> str:
     if spec.perf:
         lines += ["", ("A performance test earns a share of its points from each metric it records: 0 below "
                        "the pass bar, half at it, rising linearly to all of it at the full bar (the mean over "
-                       "its metrics). Its output must also pass the test's correctness check. A metric with no "
-                       "bar for your hardware is not graded here: the test reports the number only."), "",
+                       "its metrics). Its output must also pass the test's correctness check. A GPU without a bar "
+                       "of its own is graded on the bar of a GPU of the same generation (an H100 on the H200's), "
+                       "marked provisional in the report; a metric with no bar for your hardware's generation "
+                       "is not graded here: the test reports the number only."), "",
                   "| metric | what it measures | better | hardware | pass | full |", "|---|---|---|---|---|---|"]
         for name, metric in sorted(spec.perf.items()):
             better = "higher" if metric.higher_is_better else "lower"

@@ -1,13 +1,16 @@
 """Score: points for passed tests; perf tests earn partial credit between their bars.
 
 A perf test's credit is the mean over its recorded metrics that have a threshold for this
-hardware tag; with none, the test is "not graded here" (neither earned nor counted).
+hardware tag; with none, the test is "not graded here" (neither earned nor counted). A tag without
+its own bar takes the bar of a tag of the same GPU family (`hardware.family`: an H100 grades on the
+H200's bar), marked provisional in the note with the tag that measured it.
 """
 
 from __future__ import annotations
 
+from autograder.hardware import family
 from autograder.host.results import FAILED, NOT_GRADED, PASSED, TestResult
-from autograder.host.spec import AssignmentSpec
+from autograder.host.spec import AssignmentSpec, PerfMetric, Threshold
 
 
 def score_all(results: list[TestResult], spec: AssignmentSpec, hardware: str) -> None:
@@ -28,22 +31,35 @@ def _score_perf(result: TestResult, spec: AssignmentSpec, hardware: str) -> None
     fractions = []
     for name, value in sorted(result.metrics.items()):
         metric = spec.perf.get(name)
-        bar = metric.thresholds.get(hardware) if metric else None
+        bar, measured_on = _bar(metric, hardware) if metric else (None, None)
         if metric is None or bar is None:
             result.perf_notes.append(f"{name} = {value:.4g} (no bar for {hardware})")
             continue
         fraction = bar.fraction(value, metric.higher_is_better)
         fractions.append(fraction)
         direction = ">=" if metric.higher_is_better else "<="
+        where = hardware if measured_on == hardware else (
+            f"{hardware}, provisional: the bar measured on {measured_on} (same {family(hardware)} family) "
+            f"until `calibrate --write` on {hardware}")
         result.perf_notes.append(
             f"{name} = {value:.4g}{_unit(metric.unit)}: pass {direction} {bar.pass_bar:g}, full {direction} "
-            f"{bar.full_bar:g} on {hardware} -> {fraction:.0%}"
+            f"{bar.full_bar:g} on {where} -> {fraction:.0%}"
         )
     if not fractions:
         result.status = NOT_GRADED
         result.reason = f"not graded here: no perf threshold for hardware '{hardware}'"
         return
     result.score = result.test.points * sum(fractions) / len(fractions)
+
+
+def _bar(metric: PerfMetric, hardware: str) -> tuple[Threshold | None, str | None]:
+    """(the bar, the tag it was measured on): this tag's own, else a same-family sibling's (the first
+    in name order, so the choice is stable), else (None, None)."""
+    if hardware in metric.thresholds:
+        return metric.thresholds[hardware], hardware
+    kin = family(hardware)
+    siblings = sorted(tag for tag in metric.thresholds if kin is not None and family(tag) == kin)
+    return (metric.thresholds[siblings[0]], siblings[0]) if siblings else (None, None)
 
 
 def _unit(unit: str) -> str:
