@@ -118,15 +118,18 @@ def _meta(course: Course, aid: str, solution: bool, submission: str | None, hard
 def _grade_one(course: Course, aid: str, solution: bool, submission: str | None, sandbox: str,
                hardware: str | None, jobs: int | None, verbose: bool, results: list[AssignmentResult]) -> None:
     """Grade `aid` into `results` before printing it: a report that fails to print loses no points."""
-    files = test_files(course, aid)
     columns = (TextColumn(f"grading {aid}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task("", total=len(files))
+        task = bar.add_task("collecting the tests", total=None)  # the count is known once they are collected
+
+        def advance(label: str, done: int, total: int) -> None:  # test by test (autograder.host.progress)
+            bar.update(task, completed=done, total=total, description=escape(label.split("::")[-1]))
+
         result = grade_assignment(
             course=course, assignment_id=aid, solution=solution,
             submission=Path(submission) if submission else None, sandbox=sandbox, hardware=hardware,
-            jobs=jobs, progress=lambda f: bar.update(task, advance=1, description=escape(f)),
+            jobs=jobs, progress=advance,
         )
     results.append(result)
     report.print_result(result, console, verbose=verbose)

@@ -80,3 +80,18 @@ def test_parameter_ids_read_as_what_they_mean():
         ["bf16", "fp16", "fp32", "int8"]
     assert parameter_id((3, 7, 33)) == "3x7x33" and parameter_id((5000,)) == "5000"
     assert parameter_id(()) is None and parameter_id((1.5, 2)) is None and parameter_id("x") is None
+
+
+def test_progress_moves_with_every_test_not_every_file(demo_course: Course):
+    """One file of four tests that take 0.8 s each: the progress callback sees the count grow while the
+    file runs (a bar that moved once per file would report 4/4 once), never backwards, ending at 4/4."""
+    slow = demo_course.solutions / "s00_demo" / "tests" / "test_slow.py"
+    slow.write_text("import time\n\nimport pytest\n\n\n@pytest.mark.parametrize('i', range(4))\n"
+                    "def test_slow(i):\n    time.sleep(0.8)\n")
+    events: list[tuple[str, int, int]] = []
+    grade_assignment(course=demo_course, assignment_id="s00_demo", solution=True, only_files=["tests/test_slow.py"],
+                     progress=lambda label, done, total: events.append((label, done, total)))
+    counts = [done for _, done, _ in events]
+    assert {total for _, _, total in events} == {4} and counts[-1] == 4, events
+    assert counts == sorted(counts) and len(set(counts)) >= 3, f"the count moved only {len(set(counts))} times: {events}"
+    assert any(label.startswith("tests/test_slow.py::test_slow[") for label, _, _ in events), events

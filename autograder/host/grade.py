@@ -7,7 +7,6 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -17,6 +16,7 @@ from autograder.hardware import hardware_tag
 from autograder.host.collect import collect_expected, read_reported, reconcile, unexpected
 from autograder.host.errors import GraderError
 from autograder.host.probe import IMPORT_TIMEOUT_S, ImportProbe, hang_reason, probe_argv, read_probe, setup_error
+from autograder.host.progress import Progress, Tally
 from autograder.host.repo import Course
 from autograder.host.results import ERROR, FAILED, AssignmentResult, ExpectedTest, TestResult
 from autograder.host.scan import array_library_imports, scan_package
@@ -37,7 +37,6 @@ from autograder.sandbox import Backend, RunRequest, select_backend
 GRADER_ROOT = Path(__file__).resolve().parents[2]  # the checkout holding autograder/
 RESULTS_FILE = ".results.jsonl"
 STALL_MARGIN_S = 20.0  # a batch run may go this long past a test's timeout without a new record
-Progress = Callable[[str], None]
 
 
 def _base_env(workdir: Path, threads: int) -> dict[str, str]:
@@ -87,6 +86,7 @@ class _Job:
     threads: int
     import_error: str = ""  # from the probe: prefixed to the reason of every test that reported nothing
     first_failure: bool = False  # stop each run at its first failed test; keep only the tests that reported
+    tally: Tally | None = None  # progress test by test, when the caller asked for it
 
     def request(self, argv: list[str], workdir: Path, wall_s: float, **kw: object) -> RunRequest:
         """The sandboxed run of `argv` in `workdir`, with this grading's limits, exposures and env."""
@@ -125,7 +125,12 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
                           progress_file=results_file if batch else None,
                           stall_s=spec.limits.test_timeout_s + STALL_MARGIN_S if batch else None,
                           processes=1 + ranks)
-    run = job.backend.run(request)
+    names = {t.nodeid for t in job.expected if t.file in test_files}
+    if job.tally is None:
+        run = job.backend.run(request)
+    else:
+        with job.tally.watching(results_file, key, names):
+            run = job.backend.run(request)
     reported = read_reported(results_file, key)
     notes = [f"unexpected result for {n} ignored" for n in unexpected(job.expected, reported)]
     per_file = {}
@@ -214,16 +219,17 @@ def grade_assignment(
         if not solution and (flagged := scan_package(package.files, base)):
             result.notes.append("flagged for an instructor's review (reaches into the grader, not graded on):\n  "
                                 + "\n  ".join(flagged[:20]))
+        tally = Tally(sum(t.file in files for t in expected), progress) if progress else None
         job = _Job(backend, spec, course, root, master_dir, package.files, expected, tag, threads,
-                   first_failure=first_failure)
+                   first_failure=first_failure, tally=tally)
         if refused := _refused(spec, package.files, base):
             result.notes.insert(0, refused)
             result.tests = [TestResult(t, FAILED, refused) for t in expected if t.file in files]
         else:
             if probe:
-                _probe_and_grade(job, files, workers, result, progress, import_timeout_s)
+                _probe_and_grade(job, files, workers, result, import_timeout_s)
             else:
-                _grade_files(job, files, workers, result, progress)
+                _grade_files(job, files, workers, result)
     finally:
         cleanup(root)
     if only_files is None:
@@ -265,7 +271,7 @@ def _refused(spec: AssignmentSpec, files: dict[Path, bytes], base: dict[Path, by
 
 
 def _probe_and_grade(job: _Job, files: list[str], workers: int, result: AssignmentResult,
-                     progress: Progress | None, timeout_s: float) -> None:
+                     timeout_s: float) -> None:
     """Import the package once; grade the files unless the import hung."""
     probe = _probe(job, timeout_s)
     if probe.hung:
@@ -274,7 +280,7 @@ def _probe_and_grade(job: _Job, files: list[str], workers: int, result: Assignme
         return
     if probe.error:
         result.notes.insert(0, f"the package does not import: {probe.error}")
-    _grade_files(replace(job, import_error=probe.error), files, workers, result, progress)
+    _grade_files(replace(job, import_error=probe.error), files, workers, result)
 
 
 def _probe(job: _Job, timeout_s: float) -> ImportProbe:
@@ -288,8 +294,7 @@ def _probe(job: _Job, timeout_s: float) -> ImportProbe:
     return probe
 
 
-def _grade_files(job: _Job, files: list[str], workers: int, result: AssignmentResult,
-                 progress: Progress | None) -> None:
+def _grade_files(job: _Job, files: list[str], workers: int, result: AssignmentResult) -> None:
     """Batches first; a file a crash, hang or exit cut short is rerun on its own."""
     done: dict[str, list[TestResult]] = {}
 
@@ -300,16 +305,16 @@ def _grade_files(job: _Job, files: list[str], workers: int, result: AssignmentRe
         for test_file, tests in per_file.items():
             if tests or job.first_failure:  # after an early stop, a file may have no test that ran
                 done[test_file] = tests
-                if progress:
-                    progress(test_file)
+                if job.tally:
+                    job.tally.saw([t.test.nodeid for t in tests], test_file)
 
     def isolated(item: tuple[int, str]) -> None:
         index, test_file = item
         per_file, notes = _run_files(job, f"file{index}", [test_file], batch=False)
         result.notes.extend(notes)
         done[test_file] = per_file[test_file]
-        if progress:
-            progress(test_file)
+        if job.tally:
+            job.tally.saw([t.test.nodeid for t in per_file[test_file]], test_file)
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         list(pool.map(batch, enumerate(_groups(files, workers))))
