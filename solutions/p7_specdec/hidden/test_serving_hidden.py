@@ -1,5 +1,5 @@
 """Hidden: arrivals honoured (an idle engine waits, a late request gets no token before it arrives),
-results in the trace's order when arrivals are not sorted, and the timeline PNG."""
+results in the trace's order when arrivals are not sorted."""
 
 import pytest
 import torch
@@ -34,21 +34,3 @@ def test_requests_are_served_only_after_they_arrive():
     for (arrival, _, _), times in zip(requests, run["times"], strict=True):
         assert times[0] >= arrival, f"a request arriving at {arrival} s got a token at {times[0]:.3f} s"
     assert run["wall"] >= 0.6
-
-
-@in_worker
-def timeline_png(steps: list, times: list) -> bytes:
-    import os
-    import tempfile
-
-    from specdec import Replay, StepRecord, plot_timeline
-
-    path = os.path.join(tempfile.mkdtemp(), "t.png")
-    plot_timeline(Replay(tuple(StepRecord(*s) for s in steps), tuple(tuple(t) for t in times)), path, "test")
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def test_timeline_is_a_png():
-    data = timeline_png([(0.0, 0.1, 64, 0, 0), (0.1, 0.15, 30, 2, 0), (0.15, 0.3, 200, 0, 2)], [[0.15], [0.15]])
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000

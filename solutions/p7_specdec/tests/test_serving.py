@@ -1,4 +1,4 @@
-"""replay and latency_stats: a trace served by the P1 engine on the course model (CPU, float32),
+"""replay, latency_stats and plot_timeline: a trace served by the P1 engine on the course model (CPU, float32),
 checked against the engine's own greedy outputs and the step records against each other; the
 statistics against numpy on a replay built here."""
 
@@ -85,3 +85,21 @@ def test_latency_stats_match_numpy(tol):
 def test_latency_stats_refuse_a_replay_without_a_second_token():
     with pytest.raises(ValueError):
         latency_stats(Replay((), ((0.1,), (0.2,))))
+
+
+@in_worker
+def timeline_png(steps: list, times: list) -> bytes:
+    import os
+    import tempfile
+
+    from specdec import Replay, StepRecord, plot_timeline
+
+    path = os.path.join(tempfile.mkdtemp(), "t.png")
+    plot_timeline(Replay(tuple(StepRecord(*s) for s in steps), tuple(tuple(t) for t in times)), path, "test")
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def test_timeline_is_a_png():
+    data = timeline_png([(0.0, 0.1, 64, 0, 0), (0.1, 0.15, 30, 2, 0), (0.15, 0.3, 200, 0, 2)], [[0.15], [0.15]])
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000
