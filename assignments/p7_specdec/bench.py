@@ -6,8 +6,8 @@ assignment folder with your package and the given ones).
 Speedup: target-alone decoding (stage 1's `generate`) time / speculative time for 256 tokens at
 T = 1, gamma = 1 .. 6, on the course pair; predicted = (1 - a^(g+1)) / ((1 - a)(g c + 1)) with a
 from `measure_acceptance` on the same run and c = draft time per token / target time per token.
-The stall timelines come from the GPU tier's chunked-prefill run (Llama-3-8B shapes, 8 layers):
-P7_FIGURES=figs python -m autograder grade p7_specdec writes timeline_<policy>.png there.
+The handout's stall timelines come from the GPU tier's chunked-prefill run (Llama-3-8B shapes, 8
+layers), each drawn with plot_timeline.
 """
 
 from __future__ import annotations
