@@ -125,11 +125,10 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
                           progress_file=results_file if batch else None,
                           stall_s=spec.limits.test_timeout_s + STALL_MARGIN_S if batch else None,
                           processes=1 + ranks)
-    names = {t.nodeid for t in job.expected if t.file in test_files}
     if job.tally is None:
         run = job.backend.run(request)
     else:
-        with job.tally.watching(results_file, key, names):
+        with job.tally.watching(results_file, key, {t.nodeid for t in job.expected if t.file in test_files}):
             run = job.backend.run(request)
     reported = read_reported(results_file, key)
     notes = [f"unexpected result for {n} ignored" for n in unexpected(job.expected, reported)]

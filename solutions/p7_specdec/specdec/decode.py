@@ -81,11 +81,12 @@ def speculative_generate(target: Llama, draft: Llama, prompt_ids: list[int], *, 
         feed(draft, d_cache, seq[:-1], 0)
         draft_calls += 1
     rounds: list[int] = []
-    new = 0
-    while new < max_new_tokens:
-        keep = len(seq) - 1  # both caches hold seq[:-1] after the rollback
-        pending = seq[min(d_cache.length, keep):]
+    while len(seq) - len(prompt_ids) < max_new_tokens:
+        keep = len(seq) - 1  # the target's cache holds seq[:-1] after the rollback
+        # The draft's may hold rejected drafts (roll back to keep) or lack the last accepted draft
+        # (all gamma accepted: d_gamma was never fed); it is fed from whichever comes first.
         start = min(d_cache.length, keep)
+        pending = seq[start:]
         drafts, qs = [], []
         for _ in range(gamma):
             logits = feed(draft, d_cache, pending, start)
@@ -99,8 +100,6 @@ def speculative_generate(target: Llama, draft: Llama, prompt_ids: list[int], *, 
         verdict = verify(torch.tensor(drafts, device=p.device), torch.stack(qs), p, generator)
         seq.extend(verdict.tokens)
         rounds.append(len(verdict.tokens))
-        new += len(verdict.tokens)
-        d_cache.length = min(d_cache.length, len(seq) - 1)
     tokens = tuple(seq[len(prompt_ids):len(prompt_ids) + max_new_tokens])
     return SpecOutput(tokens, tuple(rounds), draft_calls)
     # END SOLUTION
