@@ -209,19 +209,28 @@ def manual(results_json: Path, question: str, points: float, comment: str) -> No
 @click.argument("aid")
 @click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
 @click.option("--gpu-only", is_flag=True, help="only the mutants marked gpu = true")
+@click.option("--record", is_flag=True, help="where every variant graded here lost points, write "
+              "solutions/<id>/mutants.lock, which `make test` checks before grading them again")
 @click.pass_obj
-def mutants(course: Course, aid: str, sandbox: str, gpu_only: bool) -> None:
-    """Grade every broken variant in mutants.toml; each must lose points."""
+def mutants(course: Course, aid: str, sandbox: str, gpu_only: bool, record: bool) -> None:
+    """Grade every broken variant in mutants.toml; each must lose points. AID `all`: every assignment."""
     from autograder.authoring.mutants import grade_mutants
+    from autograder.authoring.variant_record import write_record
 
-    outcomes = grade_mutants(course=course, assignment_id=aid, sandbox=sandbox, say=console.print,
-                             gpu_only=gpu_only)
-    survivors = [o.name for o in outcomes if o.graded_here and not o.caught]
-    not_run = [o.name for o in outcomes if not o.graded_here]
-    if not_run:
-        console.print(f"not run here (need a GPU): {', '.join(not_run)}; grade them on a GPU with --gpu-only")
-    if survivors:
-        raise GraderError(f"mutants that lost no points: {', '.join(survivors)}")
+    failed = []
+    for one in course.ids() if aid == "all" else [aid]:
+        outcomes = grade_mutants(course=course, assignment_id=one, sandbox=sandbox, say=console.print,
+                                 gpu_only=gpu_only)
+        survivors = [o.name for o in outcomes if o.graded_here and not o.caught]
+        if not_run := [o.name for o in outcomes if not o.graded_here]:
+            console.print(f"{one}: not run here (need a GPU): {', '.join(not_run)}; grade them on a GPU with --gpu-only")
+        if survivors:
+            failed.append(f"{one}: {', '.join(survivors)}")
+        elif record and not gpu_only and outcomes:
+            path = write_record(course, one, [o.name for o in outcomes if o.graded_here])
+            console.print(f"{one}: every variant graded here lost points; recorded in {path}")
+    if failed:
+        raise GraderError("mutants that lost no points: " + "; ".join(failed))
 
 
 @cli.command()

@@ -3,9 +3,14 @@ caught; one that lost nothing that way is graded in full before it is called a s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from click.testing import CliRunner
 
 from autograder.authoring.mutants import grade_mutants
+from autograder.authoring.variant_record import RECORD, read_record, stale_reason, write_record
+from autograder.cli import cli
 from autograder.host.grade import grade_assignment
 from autograder.host.repo import Course
 from conftest import add_assignment
@@ -117,3 +122,45 @@ def test_a_variant_that_fails_only_an_unscored_test_is_graded_in_full_and_surviv
 def test_a_stop_at_an_unscored_test_falls_back_to_the_full_grading_which_finds_the_later_loss(course):
     # the unscored test fails first (0 of 0 points lost); graded in full, test_add_to_zero fails
     assert _outcome(course, "a_zero_first_argument_adds_one") == (True, 3, 4)
+
+
+def _record(course: Course) -> tuple[int, str, Path]:
+    """`autograder mutants s00_variants --record`: (exit code, output, the record's path)."""
+    args = ["--root", str(course.root), "mutants", "s00_variants", "--record"]
+    run = CliRunner().invoke(cli, args)
+    return run.exit_code, run.output + str(run.exception or ""), course.solution_dir("s00_variants") / RECORD
+
+
+def test_a_record_is_written_only_when_every_variant_lost_points(course):
+    mutants = course.solution_dir("s00_variants") / "mutants.toml"
+    two = MUTANTS[:MUTANTS.index('[[mutant]]\nname = "a_zero_first_argument_adds_one"')]
+    mutants.write_text(two)
+    code, output, path = _record(course)
+    assert code != 0 and "add_of_zeros_is_one" in output and not path.exists()  # it survives
+    mutants.write_text(two.replace('replace = "return a + b + (a == b == 0)"', 'replace = "return a * b"'))
+    code, output, path = _record(course)
+    assert code == 0 and path.is_file(), output
+    names = ["add_of_zeros_is_one", "add_subtracts"]
+    assert stale_reason(course, "s00_variants", names) is None
+    assert read_record(course, "s00_variants").caught == tuple(names)
+
+
+def test_a_record_goes_stale_when_a_graded_file_changes_and_not_for_the_handout(course):
+    names = ["add_subtracts"]
+    write_record(course, "s00_variants", names)
+    sol = course.solution_dir("s00_variants")
+    (sol / "README.md").write_text("# s00_variants\n\nNow with a longer handout.\n")
+    assert stale_reason(course, "s00_variants", names) is None
+    for rel in ("tests/test_ops.py", "calc/ops.py", "mutants.toml", "assignment.toml"):
+        original = (sol / rel).read_text()
+        (sol / rel).write_text(original + "\n# changed\n")
+        assert "changed" in stale_reason(course, "s00_variants", names), rel
+        (sol / rel).write_text(original)
+        assert stale_reason(course, "s00_variants", names) is None, rel
+
+
+def test_a_variant_missing_from_the_record_makes_it_stale(course):
+    write_record(course, "s00_variants", ["add_subtracts"])
+    assert "add_of_zeros_is_one" in stale_reason(course, "s00_variants", ["add_subtracts", "add_of_zeros_is_one"])
+    (course.solution_dir("s00_variants") / RECORD).write_text("not toml [")
+    assert "no readable" in stale_reason(course, "s00_variants", ["add_subtracts"])

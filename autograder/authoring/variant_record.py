@@ -1,0 +1,94 @@
+"""The record of the last full grading of an assignment's broken variants (`solutions/<id>/mutants.lock`).
+
+`make variants` grades every broken variant of mutants.toml and, when each one lost points, writes
+the digest of everything those gradings depended on and the names it graded. `make test` grades the
+variants again only where that record is stale: a change to the package, the tests (public or
+hidden), the conftest, the spec, the answers, mutants.toml, a given package or the course data
+makes it stale; a change to the handout or to a record file does not.
+
+The grader's own code is left out of the digest on purpose: the variants check an assignment's
+tests, and the grader is checked by its own tests (and, on every run of `make test`, by each
+reference earning every point and each stub none). Were it in, every change to the grader would
+re-grade every variant in CI, a quarter of an hour on two cores.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.authoring.stubs import given_packages
+from autograder.host.course_files import course_files
+from autograder.host.repo import Course
+
+RECORD = "mutants.lock"
+# Files of an assignment that no grading reads: prose, pictures, and records written about it.
+NOT_GRADED_ON = frozenset({"README.md", RECORD, "mutation.toml", "tasks.toml"})
+NOT_GRADED_SUFFIXES = frozenset({".png"})
+
+
+@dataclass(frozen=True)
+class VariantRecord:
+    """What the last full grading of the broken variants proved, and against which files."""
+
+    fingerprint: str
+    caught: tuple[str, ...]
+    date: str
+
+
+def _graded_on(rel: Path) -> bool:
+    return rel.as_posix() not in NOT_GRADED_ON and rel.suffix not in NOT_GRADED_SUFFIXES
+
+
+def fingerprint(course: Course, assignment_id: str) -> str:
+    """sha256 over the assignment's graded files, its given packages and the course data package."""
+    solution_dir = course.solution_dir(assignment_id)
+    h = hashlib.sha256(b"autograder-variants-v1")
+    files = [(f"{assignment_id}/{rel.as_posix()}", solution_dir / rel)
+             for rel in course_files(solution_dir) if _graded_on(rel)]
+    coursedata = course.root / "coursedata"
+    files += [(f"coursedata/{rel.as_posix()}", coursedata / rel) for rel in course_files(coursedata)]
+    for name, path in files:
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for path, data in sorted(given_packages(course, course.spec(assignment_id)).items()):
+        h.update(f"given/{path.as_posix()}".encode() + b"\0" + data + b"\0")
+    return h.hexdigest()
+
+
+def read_record(course: Course, assignment_id: str) -> VariantRecord | None:
+    """The assignment's record, or None where it has none (or one this code cannot read)."""
+    path = course.solution_dir(assignment_id) / RECORD
+    try:
+        data = tomllib.loads(path.read_text())
+        return VariantRecord(str(data["fingerprint"]), tuple(str(n) for n in data["caught"]), str(data["date"]))
+    except (OSError, tomllib.TOMLDecodeError, KeyError, TypeError):
+        return None
+
+
+def stale_reason(course: Course, assignment_id: str, names: list[str]) -> str | None:
+    """None when the record proves every variant in `names` caught against today's files; else why not."""
+    record = read_record(course, assignment_id)
+    if record is None:
+        return f"no readable {RECORD}"
+    if record.fingerprint != fingerprint(course, assignment_id):
+        return "the assignment's files changed since the record was written"
+    if missing := sorted(set(names) - set(record.caught)):
+        return f"variants not in the record: {', '.join(missing)}"
+    return None
+
+
+def write_record(course: Course, assignment_id: str, caught: list[str]) -> Path:
+    """Record that every variant in `caught` lost points against today's files."""
+    path = course.solution_dir(assignment_id) / RECORD
+    names = ",\n".join(f'    "{n}"' for n in sorted(caught))
+    path.write_text(
+        f"# Written by `make variants` (autograder mutants --record): each broken variant below was\n"
+        f"# graded here and lost points. `make test` grades them again only when `fingerprint` (the\n"
+        f"# files those gradings read, see autograder/authoring/variant_record.py) changes.\n"
+        f'fingerprint = "{fingerprint(course, assignment_id)}"\n'
+        f'date = "{datetime.date.today().isoformat()}"\n'
+        f"caught = [\n{names},\n]\n")
+    return path
