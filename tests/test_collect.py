@@ -1,8 +1,11 @@
 import hashlib
 import hmac
 import json
+import shutil
+from pathlib import Path
 
 from autograder.host.collect import read_reported, reconcile
+from autograder.host.grade import grade_assignment
 from autograder.host.results import ExpectedTest
 from autograder.sandbox import RunResult
 
@@ -55,3 +58,19 @@ def test_a_crashed_process_names_the_signal(tmp_path):
 def test_a_timed_out_process_says_so(tmp_path):
     results = reconcile([A], read_reported(tmp_path / "none.jsonl", KEY), RunResult(-9, True, 30.0))
     assert "wall limit (30 s)" in results[0].reason
+
+
+def test_a_checkout_without_solutions_collects_over_its_own_stub_never_the_submission(demo_course, tmp_path):
+    """The collection run is not sandboxed: a submission graded by a checkout that has no reference
+    (a GPU runner, a TA's clone) must not be imported there. Its package notes each import's folder."""
+    shutil.rmtree(demo_course.solutions)
+    submission = tmp_path / "submission"
+    shutil.copytree(demo_course.student_dir("s00_demo"), submission)
+    marker = tmp_path / "imports.txt"
+    init = submission / "demo" / "__init__.py"
+    init.write_text(f"import os\nwith open({str(marker)!r}, 'a') as f:\n    f.write(os.getcwd() + '\\n')\n"
+                    + init.read_text())
+    result = grade_assignment(course=demo_course, assignment_id="s00_demo", submission=submission)
+    assert result.tests, result.notes  # graded: every test has a result
+    imports = marker.read_text().splitlines() if marker.exists() else []
+    assert not [cwd for cwd in imports if Path(cwd).name == "collect"], imports

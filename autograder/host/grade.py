@@ -202,7 +202,10 @@ def grade_assignment(
     backend = select_backend(sandbox)
     given = given_packages(course, spec)
     base = render_package(solution_dir, spec.packages, spec.task_prefix, given) if solution_dir else {}
-    trusted = given | _package_files(solution_dir or source_dir, spec)
+    # The collection run imports the package it is given outside the sandbox: the reference, or where
+    # this checkout has none the course's own copy in assignments/, never a submission from elsewhere
+    # (grading in place, that copy is the student's own work on their own machine).
+    trusted = given | _package_files(solution_dir or course.student_dir(assignment_id), spec)
     package = student_package(source_dir, spec, base, solution=solution)
     root = new_root()
     try:
