@@ -18,8 +18,8 @@ thresholds = {}
 [perf.latency]
 better = "lower"
 [perf.latency.thresholds]
-h100 = { pass = 2, full = 1 }
-h200 = { pass = 9, full = 8 }
+h100 = { pass = 2, full = 1, env = "gpu-image-1" }
+h200 = { pass = 9, full = 8, env = "gpu-image-1" }
 '''
 
 
@@ -30,9 +30,10 @@ def test_proposals_scale_the_reference_value_in_the_right_direction():
 
 
 def test_written_bars_parse_back_and_keep_other_tags():
-    text = set_threshold(TOML, "speed", "h200", Proposal("speed", 2.0, 1.2, 1.8, True), "calibrated")
-    text = set_threshold(text, "latency", "h200", Proposal("latency", 3.0, 5.0, 3.33, False), "calibrated")
+    text = set_threshold(TOML, "speed", "h200", Proposal("speed", 2.0, 1.2, 1.8, True), "calibrated", "gpu-image-1")
+    text = set_threshold(text, "latency", "h200", Proposal("latency", 3.0, 5.0, 3.33, False), "calibrated", "gpu-image-1")
     spec = parse_spec(tomllib.loads(text))
     assert spec.perf["speed"].thresholds["h200"].pass_bar == 1.2
     assert spec.perf["latency"].thresholds["h200"].full_bar == 3.33
     assert spec.perf["latency"].thresholds["h100"].pass_bar == 2  # untouched
+    assert spec.perf["speed"].thresholds["h200"].env == "gpu-image-1"

@@ -9,7 +9,7 @@ VALID = {
     "assignment": {"id": "s01_transformer", "title": "t", "stage": 1, "package": "transformer",
                    "editable": ["transformer/*.py"]},
     "limits": {"test_timeout_s": 10, "file_timeout_s": 60, "memory_mb": 1024, "forbidden": ["a.b"]},
-    "perf": {"speedup": {"unit": "x", "better": "higher", "thresholds": {"h200": {"pass": 2, "full": 4}}}},
+    "perf": {"speedup": {"unit": "x", "better": "higher", "thresholds": {"h200": {"pass": 2, "full": 4, "env": "gpu-image-1"}}}},
 }
 
 
@@ -25,7 +25,7 @@ def test_valid_spec_parses_into_typed_fields():
     spec = parse_spec(VALID)
     assert spec.task_prefix == "s01"
     assert spec.limits.forbidden == ("a.b",)
-    assert spec.perf["speedup"].thresholds["h200"] == Threshold(2.0, 4.0)
+    assert spec.perf["speedup"].thresholds["h200"] == Threshold(2.0, 4.0, "gpu-image-1")
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -73,7 +73,7 @@ def test_tolerances_parse_into_assert_close_arguments(tmp_path):
 
 def test_threshold_easier_full_bar_is_rejected():
     data = _with()
-    data["perf"] = {"m": {"better": "higher", "thresholds": {"cpu": {"pass": 4, "full": 2}}}}
+    data["perf"] = {"m": {"better": "higher", "thresholds": {"cpu": {"pass": 4, "full": 2, "env": "student-cpu"}}}}
     with pytest.raises(ValueError, match="easier than the pass bar"):
         parse_spec(data)
 
@@ -107,12 +107,12 @@ def test_id_must_match_folder(tmp_path):
 @pytest.mark.parametrize("unit, shown", [("x", "3x: pass"), ("fraction", "3 fraction: pass")])
 def test_perf_note_gives_value_unit_bars_and_credit(unit, shown):
     data = _with()
-    data["perf"] = {"speedup": {"unit": unit, "better": "higher", "thresholds": {"h200": {"pass": 2, "full": 4}}}}
+    data["perf"] = {"speedup": {"unit": unit, "better": "higher", "thresholds": {"h200": {"pass": 2, "full": 4, "env": "gpu-image-1"}}}}
     test = ExpectedTest(nodeid="t.py::test_speed", file="t.py", points=4, gpu=True, perf=True)
     result = TestResult(test=test, status=PASSED, metrics={"speedup": 3.0})
     score_all([result], parse_spec(data), "h200")
     assert result.score == pytest.approx(4 * 0.75)  # 0.5 at pass, linear to 1 at full: 3 is halfway
-    assert result.perf_notes == [f"speedup = {shown} >= 2, full >= 4 on h200 -> 75%"]
+    assert result.perf_notes == [f"speedup = {shown} >= 2, full >= 4 on h200 (measured in gpu-image-1) -> 75%"]
 
 
 def test_a_tolerance_no_test_uses_is_reported(demo_course):
@@ -134,7 +134,7 @@ HEAD = '[assignment]\nid = "s00_x"\ntitle = "t"\nstage = 0\npackage = "x"\nedita
      r"\[assignment\]: unknown key 'editabel'; did you mean 'editable'\?"),
     (HEAD + '[limit]\ntest_timeout_s = 5\n', r"unknown table 'limit'; did you mean 'limits'\?"),
     (HEAD + '[perf.speed]\nbeter = "lower"\n', r"\[perf.speed\]: unknown key 'beter'; did you mean 'better'\?"),
-    (HEAD + '[perf.speed.thresholds]\nh2000 = { pass = 1, full = 2 }\n',
+    (HEAD + '[perf.speed.thresholds]\nh2000 = { pass = 1, full = 2, env = "gpu-image-1" }\n',
      r"no hardware is tagged 'h2000'; did you mean 'h200'\?"),
     (HEAD + '[tolerances]\n"x" = { rtol = 0, atoll = 0 }\n', r"unknown key 'atoll'; did you mean 'atol'\?"),
     (HEAD + '[[given]]\npackge = "y"\nsolves = "s00_y"\n', r"\[\[given\]\] #1: unknown key 'packge'; did you mean 'package'\?"),
@@ -161,19 +161,19 @@ def _perf_result(bars: dict, hardware: str) -> TestResult:
 
 
 def test_a_runner_without_its_own_bar_grades_on_its_familys_marked_provisional():
-    result = _perf_result({"h200": {"pass": 2, "full": 4}}, "h100")
+    result = _perf_result({"h200": {"pass": 2, "full": 4, "env": "gpu-image-1"}}, "h100")
     assert result.status == PASSED and result.score == pytest.approx(3.0)
     assert result.perf_notes == [("speedup = 3x: pass >= 2, full >= 4 on h100, provisional: the bar measured on "
-                                 "h200 (same hopper family) until `calibrate --write` on h100 -> 75%")]
+                                 "h200 (same hopper family) until `calibrate --write` on h100 (measured in gpu-image-1) -> 75%")]
 
 
 def test_a_runners_own_bar_wins_over_its_familys():
-    result = _perf_result({"h200": {"pass": 2, "full": 4}, "h100": {"pass": 1, "full": 3}}, "h100")
+    result = _perf_result({"h200": {"pass": 2, "full": 4, "env": "gpu-image-1"}, "h100": {"pass": 1, "full": 3, "env": "gpu-image-1"}}, "h100")
     assert result.score == pytest.approx(4.0) and "provisional" not in result.perf_notes[0]
 
 
 @pytest.mark.parametrize("hardware", ["a100", "cpu", "gpu-some-new-card"])
 def test_another_generations_bar_is_never_used(hardware):
-    result = _perf_result({"h200": {"pass": 2, "full": 4}}, hardware)
+    result = _perf_result({"h200": {"pass": 2, "full": 4, "env": "gpu-image-1"}}, hardware)
     assert result.status == "not_graded" and result.score == 0
     assert result.perf_notes == [f"speedup = 3 (no bar for {hardware})"]

@@ -41,13 +41,13 @@ def test_a_changed_bar_or_test_changes_the_handouts_grading_section():
 
     head = {"assignment": {"id": "s09_x", "title": "t", "stage": 9, "package": "x", "editable": ["x/*.py"]}}
     perf = {"perf": {"ratio": {"description": "d", "unit": "x", "better": "higher",
-                               "thresholds": {"h200": {"pass": 0.8, "full": 1.2}}}}}
+                               "thresholds": {"h200": {"pass": 0.8, "full": 1.2, "env": "gpu-image-1"}}}}}
     spec = parse_spec({**head, **perf})
     tests = [ExpectedTest("tests/test_a.py::t", "tests/test_a.py", 2.0, False, False),
              ExpectedTest("hidden/test_p.py::p", "hidden/test_p.py", 3.0, True, True)]
     section = grading_section(spec, tests)
     assert "| **total** | 2 | 5 |" in section and "| `ratio` | d | higher | h200 | 0.8x | 1.2x |" in section
-    moved = parse_spec({**head, "perf": {"ratio": {**perf["perf"]["ratio"], "thresholds": {"h200": {"pass": 0.9, "full": 1.2}}}}})
+    moved = parse_spec({**head, "perf": {"ratio": {**perf["perf"]["ratio"], "thresholds": {"h200": {"pass": 0.9, "full": 1.2, "env": "gpu-image-1"}}}}})
     assert grading_section(moved, tests) != section
     assert grading_section(spec, [*tests[:1], replace(tests[1], points=4.0)]) != section
     readme = with_section("# Handout\n\ntext\n", section)

@@ -2,7 +2,8 @@
 
 By default pass = 0.6x and full = 0.9x of the reference's value for higher-is-better metrics (and
 value/0.6, value/0.9 for lower-is-better). `write=True` puts them into the assignment.toml under
-`[perf.<metric>.thresholds]`, with a comment naming the device, software versions and the value.
+`[perf.<metric>.thresholds]` with the environment of course/versions.toml it runs in (`env`), and a
+comment naming the device, software versions and the value.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from autograder.host import report
 from autograder.host.errors import GraderError
 from autograder.host.grade import grade_assignment
 from autograder.host.repo import Course
+from autograder.versions import environment_here
 
 
 @dataclass(frozen=True)
@@ -60,9 +62,9 @@ def propose(values: dict[str, list[float]], higher: dict[str, bool], pass_factor
     return out
 
 
-def set_threshold(text: str, metric: str, tag: str, bar: Proposal, comment: str) -> str:
-    """Put `tag = { pass, full }` under [perf.<metric>.thresholds] in a TOML text (added if absent)."""
-    line = f"{tag} = {{ pass = {bar.pass_bar:.4g}, full = {bar.full_bar:.4g} }}  # {comment}\n"
+def set_threshold(text: str, metric: str, tag: str, bar: Proposal, comment: str, env: str) -> str:
+    """Put `tag = { pass, full, env }` under [perf.<metric>.thresholds] in a TOML text (added if absent)."""
+    line = f'{tag} = {{ pass = {bar.pass_bar:.4g}, full = {bar.full_bar:.4g}, env = "{env}" }}  # {comment}\n'
     lines = text.splitlines(keepends=True)
     header = f"[perf.{metric}.thresholds]"
     if not any(row.strip() == header for row in lines):
@@ -84,6 +86,7 @@ def calibrate(*, course: Course, assignment_id: str, repeats: int = 1, pass_fact
               full_factor: float = 0.9, write: bool = False, sandbox: str = "auto",
               say: Callable[[str], None] = print, json_path: Path | None = None) -> list[Proposal]:
     tag = hardware_tag()
+    env = environment_here(course.root).name if write else "?"  # a bar names the software it was measured with
     spec = course.spec(assignment_id)
     values: dict[str, list[float]] = {}
     for _ in range(repeats):
@@ -106,7 +109,7 @@ def calibrate(*, course: Course, assignment_id: str, repeats: int = 1, pass_fact
     text = path.read_text() if path else ""
     for p in proposals:
         say(f"{p.metric}: reference {p.value:.4g} -> {tag} pass {p.pass_bar:.4g}, full {p.full_bar:.4g}")
-        text = set_threshold(text, p.metric, tag, p, f"{stamp}: reference {p.value:.4g}") if path else text
+        text = set_threshold(text, p.metric, tag, p, f"{stamp}: reference {p.value:.4g}", env) if path else text
     if write and path and proposals:
         path.write_text(text)
         say(f"wrote {len(proposals)} bar(s) for {tag} into {path}")

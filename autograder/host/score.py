@@ -43,7 +43,7 @@ def _score_perf(result: TestResult, spec: AssignmentSpec, hardware: str) -> None
             f"until `calibrate --write` on {hardware}")
         result.perf_notes.append(
             f"{name} = {value:.4g}{_unit(metric.unit)}: pass {direction} {bar.pass_bar:g}, full {direction} "
-            f"{bar.full_bar:g} on {where} -> {fraction:.0%}"
+            f"{bar.full_bar:g} on {where} (measured in {bar.env}) -> {fraction:.0%}"
         )
     if not fractions:
         result.status = NOT_GRADED

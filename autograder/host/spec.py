@@ -21,6 +21,7 @@ class Threshold:
 
     pass_bar: float
     full_bar: float
+    env: str = ""  # the environment of course/versions.toml it was measured in
 
     def fraction(self, value: float, higher_is_better: bool) -> float:
         """Credit in [0, 1]: 0 below the pass bar, 0.5 at it, linear up to 1 at the full bar."""
@@ -203,12 +204,12 @@ def _parse_perf(name: str, table: dict[str, Any]) -> PerfMetric:
         raise ValueError(f"{where}.better must be 'higher' or 'lower', got {better!r}")
     thresholds = {}
     for tag, bars in table.get("thresholds", {}).items():
-        if not isinstance(bars, dict) or {"pass", "full"} - bars.keys():
-            raise ValueError(f"{where}.thresholds.{tag} must be {{ pass = x, full = y }}")
+        if not isinstance(bars, dict) or {"pass", "full", "env"} - bars.keys():
+            raise ValueError(f'{where}.thresholds.{tag} must be {{ pass = x, full = y, env = "<environment>" }}')
         lo, hi = float(bars["pass"]), float(bars["full"])
         if (better == "higher" and hi < lo) or (better == "lower" and hi > lo):
             raise ValueError(f"{where}.thresholds.{tag}: the full bar {hi} is easier than the pass bar {lo}")
-        thresholds[tag] = Threshold(lo, hi)
+        thresholds[tag] = Threshold(lo, hi, str(bars["env"]))
     return PerfMetric(
         name=name,
         description=str(table.get("description", "")),

@@ -30,7 +30,7 @@ def _table(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[s
 _PERF = _table({
     "description": _STR, "unit": _STR, "better": {"enum": ["higher", "lower"]},
     "thresholds": {"type": "object", "propertyNames": {"enum": list(HARDWARE_TAGS)},
-                   "additionalProperties": _table({"pass": _NUM, "full": _NUM}, ("pass", "full"))},
+                   "additionalProperties": _table({"pass": _NUM, "full": _NUM, "env": _STR}, ("pass", "full", "env"))},
 })
 
 SCHEMA: dict[str, Any] = _table({
