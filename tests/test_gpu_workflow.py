@@ -1,37 +1,69 @@
-"""The GPU runner's workflow keeps its inputs out of scripts, its token read-only and not
-persisted, its actions pinned by commit, and hidden test names out of the job summary."""
+"""The GPU runners' workflows keep their inputs out of scripts, their tokens read-only and not
+persisted, their actions pinned by commit, and hidden test names out of the job summary and log."""
 
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
-WORKFLOW = Path(__file__).resolve().parents[1] / "gpu_runners" / "grade-gpu.yml"
+RUNNERS = Path(__file__).resolve().parents[1] / "gpu_runners"
+WORKFLOWS = {"grade-gpu.yml": {"ASSIGNMENT": "${{ inputs.assignment }}", "SUBMISSION": "${{ inputs.submission }}"},
+             "grade-classroom.yml": {"ASSIGNMENT": "${{ inputs.assignment }}", "REPOSITORY": "${{ inputs.repository }}",
+                                     "COMMIT": "${{ inputs.commit }}"}}
 
 
-def steps() -> list[dict]:
-    return yaml.safe_load(WORKFLOW.read_text())["jobs"]["grade"]["steps"]
+def flow(name: str) -> dict:
+    return yaml.safe_load((RUNNERS / name).read_text())
 
 
-def test_inputs_reach_scripts_through_env_only():
-    for step in steps():
+def steps(name: str) -> list[dict]:
+    return flow(name)["jobs"]["grade"]["steps"]
+
+
+@pytest.mark.parametrize("name", WORKFLOWS)
+def test_inputs_reach_scripts_through_env_only(name):
+    for step in steps(name):
         assert "${{" not in step.get("run", ""), f"an expression interpolated into the script of {step.get('name')}"
-    env = yaml.safe_load(WORKFLOW.read_text())["jobs"]["grade"]["env"]
-    assert env == {"ASSIGNMENT": "${{ inputs.assignment }}", "SUBMISSION": "${{ inputs.submission }}"}
+    assert flow(name)["jobs"]["grade"]["env"] == WORKFLOWS[name]
 
 
-def test_token_is_read_only_and_not_persisted():
-    flow = yaml.safe_load(WORKFLOW.read_text())
-    assert flow["permissions"] == {"contents": "read"}
-    checkout = next(s for s in steps() if s.get("uses", "").startswith("actions/checkout@"))
-    assert checkout["with"]["persist-credentials"] is False
+@pytest.mark.parametrize("name", WORKFLOWS)
+def test_token_is_read_only_and_not_persisted(name):
+    assert flow(name)["permissions"] == {"contents": "read"}
+    checkouts = [s for s in steps(name) if s.get("uses", "").startswith("actions/checkout@")]
+    assert checkouts and all(s["with"]["persist-credentials"] is False for s in checkouts)
 
 
-def test_actions_are_pinned_by_commit():
-    uses = [s["uses"] for s in steps() if "uses" in s]
+@pytest.mark.parametrize("name", WORKFLOWS)
+def test_actions_are_pinned_by_commit(name):
+    uses = [s["uses"] for s in steps(name) if "uses" in s]
     assert uses and all(re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u) for u in uses), uses
 
 
-def test_job_summary_carries_the_score_line_only():
-    summary = next(s for s in steps() if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
+@pytest.mark.parametrize("name", WORKFLOWS)
+def test_job_summary_carries_the_score_line_only(name):
+    summary = next(s for s in steps(name) if "GITHUB_STEP_SUMMARY" in s.get("run", ""))
     assert "summary.md" not in summary["run"] and '["output"].splitlines()[0]' in summary["run"]
+
+
+@pytest.mark.parametrize("name", WORKFLOWS)
+def test_the_grading_table_goes_to_the_artifact_not_the_log(name):
+    """The grader's terminal table names hidden tests: its output is redirected into results/."""
+    [grade] = [s for s in steps(name) if "autograder grade" in s.get("run", "")]
+    assert re.search(r"> results/grade\.log 2>&1", grade["run"]), grade["run"]
+
+
+def test_the_classroom_flow_checks_its_inputs_before_checking_anything_out():
+    names = [s.get("name") or s.get("uses", "") for s in steps("grade-classroom.yml")]
+    assert names[0] == "check the inputs"
+    check = steps("grade-classroom.yml")[0]["run"]
+    assert "^[0-9a-f]{40}$" in check and "owner/name" in check
+
+
+def test_the_classroom_flow_grades_the_students_repository_at_the_commit_asked_for():
+    student = next(s for s in steps("grade-classroom.yml") if s.get("with", {}).get("path") == "student")
+    assert student["with"]["repository"] == "${{ inputs.repository }}" and student["with"]["ref"] == "${{ inputs.commit }}"
+    runs = [s.get("run", "") for s in steps("grade-classroom.yml")]
+    assert any('rev-parse HEAD)" = "$COMMIT"' in r for r in runs)
+    assert any('--submission "student/assignments/$ASSIGNMENT"' in r for r in runs)
