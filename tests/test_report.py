@@ -101,3 +101,31 @@ def test_tests_failing_for_the_same_reason_fold_into_one_row_with_a_count():
     text = _printed(r)
     assert text.count("s00.1: add") == 1 and "4 more failing the same way" in text
     assert "3 != 4" in text  # another reason keeps its own row
+
+
+def test_at_80_columns_each_test_id_and_reason_reads_whole_on_its_own_lines():
+    """A six-column table at 80 columns folds ids into 15-character slivers; the list layout keeps
+    each id on one line and its reason on the lines below (markup still printed literally)."""
+    from rich.console import Console
+
+    r = _result(["failed", "failed"])
+    long_id = "test_fused_add_rmsnorm_full_size_gpu[bf16-0.01]"
+    r.tests[0].test.nodeid = f"tests/test_a.py::{long_id}"
+    r.tests[0].reason = "NotImplementedError: s04.3: fused_add_rmsnorm [/] in your code: tritonkernels/rmsnorm.py:48"
+    console = Console(width=80, record=True)
+    report.print_result(r, console)
+    lines = console.export_text().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    [row] = [line for line in lines if long_id in line]  # whole, on one line
+    assert "failed" in row and "0/1" in row
+    reason = " ".join(line.strip() for line in lines[lines.index(row) + 1:])
+    assert "s04.3: fused_add_rmsnorm [/] in your code: tritonkernels/rmsnorm.py:48" in reason
+    assert "┃" not in console.export_text()  # no table at this width
+
+
+def test_a_wide_terminal_gets_the_table():
+    from rich.console import Console
+
+    console = Console(width=report.TABLE_MIN_WIDTH, record=True)
+    report.print_result(_result(["failed"]), console)
+    assert "perf / reason" in console.export_text()

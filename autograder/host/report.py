@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 
 from autograder.host import atomic
@@ -96,23 +97,50 @@ def _failing_rows(tests: list[TestResult], suite: str) -> list[tuple[str, ...]]:
     return rows
 
 
-def print_result(result: AssignmentResult, console: Console | None = None, verbose: bool = False) -> None:
-    """The table of one assignment: passing files folded to one row unless `verbose`."""
-    console = console or Console()
-    table = Table(title=escape(f"{result.id} — {result.title}  [{result.hardware}, sandbox {result.sandbox}, "
-                               f"{result.source}]"))
-    table.add_column("test", ratio=3, overflow="fold")
-    for column in ("suite", "status", "points", "time"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("perf / reason", ratio=2, overflow="fold")
+TABLE_MIN_WIDTH = 120  # narrower, six columns fold test ids and reasons into 15-character slivers
+
+
+def _rows(result: AssignmentResult, verbose: bool) -> list[tuple[str, ...]]:
     by_file: dict[str, list[TestResult]] = {}
     for t in result.tests:
         by_file.setdefault(t.test.file, []).append(t)
     # public files first: what a student can run and read comes before what only the grader holds
-    for tests in sorted(by_file.values(), key=lambda ts: ts[0].test.hidden):
-        for row in _file_rows(tests, verbose):
-            table.add_row(*row)
+    return [row for tests in sorted(by_file.values(), key=lambda ts: ts[0].test.hidden)
+            for row in _file_rows(tests, verbose)]
+
+
+def _print_table(title: str, rows: list[tuple[str, ...]], console: Console) -> None:
+    table = Table(title=title)
+    table.add_column("test", ratio=3, overflow="fold")
+    for column in ("suite", "status", "points", "time"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("perf / reason", ratio=2, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
+
+
+def _print_list(title: str, rows: list[tuple[str, ...]], console: Console) -> None:
+    """The same rows for a narrow terminal: a line per file or test with the whole id, the reason
+    indented on the lines below it at the full width."""
+    console.print(f"[bold]{title}[/]")
+    for label, suite, status, points, time, detail in rows:
+        if not status:  # a file's heading
+            console.print(f"{suite} {label}")
+            continue
+        indent = "  " if label.startswith("  ") else ""
+        console.print(f"{indent}{status} {points} {time}  {label.strip()}", overflow="fold")
+        if detail:
+            console.print(Padding(detail, (0, 0, 0, len(indent) + 4)), overflow="fold")
+
+
+def print_result(result: AssignmentResult, console: Console | None = None, verbose: bool = False) -> None:
+    """The table of one assignment (a list below TABLE_MIN_WIDTH columns): passing files folded to
+    one row unless `verbose`."""
+    console = console or Console()
+    title = escape(f"{result.id} — {result.title}  [{result.hardware}, sandbox {result.sandbox}, {result.source}]")
+    printer = _print_table if console.width >= TABLE_MIN_WIDTH else _print_list
+    printer(title, _rows(result, verbose), console)
     if verbose:
         for t in result.tests:
             if t.status not in (PASSED, NOT_GRADED) and not t.test.hidden and (t.output or t.reason):
