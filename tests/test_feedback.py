@@ -95,3 +95,18 @@ def test_progress_moves_with_every_test_not_every_file(demo_course: Course):
     assert {total for _, _, total in events} == {4} and counts[-1] == 4, events
     assert counts == sorted(counts) and len(set(counts)) >= 3, f"the count moved only {len(set(counts))} times: {events}"
     assert any(label.startswith("tests/test_slow.py::test_slow[") for label, _, _ in events), events
+
+
+def test_an_unwritten_kernel_task_is_named_before_the_accounting_verdict():
+    """A kernel stub fails twice: its NotImplementedError (the task id) and the accounting's "no Triton
+    kernel ran". The task id comes first, so failures fold by task; a wrong approach that raises
+    something else keeps the accounting's verdict as its reason."""
+    from autograder.judge.plugin import _TestState, _verdict
+
+    base = dict(setup="passed", call="failed", teardown="passed", entered=True,
+                violation="no Triton kernel of tritonkernels ran: this exercise is to write it")
+    stub = _TestState(call_raised="NotImplementedError", failure="NotImplementedError: s04.7: fused_add_rmsnorm", **base)
+    status, reason = _verdict(stub)
+    assert status == "failed" and reason.splitlines() == [stub.failure, stub.violation]
+    wrong = _TestState(call_raised="AssertionError", failure="AssertionError: off by 1e-2", **base)
+    assert _verdict(wrong) == ("failed", wrong.violation)
