@@ -11,7 +11,8 @@ Layout (see pack.py):
 
 Kernels:
     _w4a16_kernel      program (tile_m, tile_n) x split s: loads an A tile and the packed qweight
-                       tile, unpacks / subtracts zeros / scales in registers, tl.dot into fp32.
+                       tile, unpacks / subtracts zeros / scales in registers, tl.dot into fp32. Fast path
+                       (one group per K tile, BLOCK_K >= 128): nibble planes, see _planes.
                        SPLIT_K = 1 stores C in A's dtype; SPLIT_K > 1 stores fp32 partial sums to a
                        workspace (SPLIT_K, M, N).
     _splitk_reduce_kernel  sums the workspace over s = 0..SPLIT_K-1 in that fixed order and casts.
@@ -49,6 +50,25 @@ def _round_bf16(x):
     return bits.to(tl.float32, bitcast=True)
 
 
+def _planes_asm(magic: int) -> str:
+    """PTX for _planes: words $8, $9 -> 8 registers of two 16-bit floats (magic | nibble t of each)."""
+    raise NotImplementedError("p3.21: _planes_asm")
+
+
+@triton.jit
+def _planes(words, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr):
+    """The 8 nibble planes of int32 words (R, C): plane t = MAGIC + ((words >> 4t) & 0xF) in DT, exact. On the
+    GPU one PTX block (PTX = _planes_asm's) per two words makes their 16-bit pairs with 1-2 integer
+    instructions each, no int -> float conversion (MAGIC + code is MAGIC's bits with the code in the low 4)."""
+    raise NotImplementedError("p3.22: _planes")
+
+
+@triton.jit
+def _split8(a, BLOCK_M: tl.constexpr, BKW: tl.constexpr):
+    """A tile (BLOCK_M, 8 * BKW) -> its 8 column planes (BLOCK_M, BKW): plane t holds columns 8j + t."""
+    raise NotImplementedError("p3.23: _split8")
+
+
 @triton.jit
 def _w4a16_kernel(
     A, QW, QZ, SC, GIDX, C,
@@ -63,8 +83,10 @@ def _w4a16_kernel(
     GROUP_SIZE: tl.constexpr,  # > 0: g_idx[k] == k // GROUP_SIZE (sequential groups, fast path); 0: read g_idx
     SCALE_AFTER_DOT: tl.constexpr,  # GROUP_SIZE % BLOCK_K == 0: one group per K tile
     EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16; always False on the GPU
+    PLANES: tl.constexpr = False,  # SCALE_AFTER_DOT and BLOCK_K >= 128: 8 dots of nibble planes, see below
+    PTX: tl.constexpr = "",  # PLANES on the GPU: _planes_asm's text ("" under the interpreter)
 ):
-    raise NotImplementedError("p3.21: _w4a16_kernel")
+    raise NotImplementedError("p3.24: _w4a16_kernel")
 
 
 @triton.jit
@@ -74,7 +96,7 @@ def _splitk_reduce_kernel(
     EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16
 ):
     """Out = sum over s = 0, 1, ..., SPLIT_K-1 of WS[s] in that order (fp32), cast to Out's dtype."""
-    raise NotImplementedError("p3.22: _splitk_reduce_kernel")
+    raise NotImplementedError("p3.25: _splitk_reduce_kernel")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,25 +109,30 @@ def _is_pow2(x: int) -> bool:
 
 
 def default_config(m: int, group_size: int = 0) -> dict:
-    """Tile sizes and launch parameters by M and the group layout.
+    """Tile sizes and launch parameters by M and the group layout ("planes": False keeps a BLOCK_K >= 128
+    fast-path tile on the reshape unpack instead of the nibble planes).
 
-    Sequential groups whose size is a multiple of 128 (the g128 checkpoints), M <= 16 and M > 64:
-    the best of a sweep on an H200 (2026-12-02; Llama-3-8B shapes, bf16, CUDA graph replays; 40
-    decode and 48 prefill configs): 1.04x bf16 geomean at M in {1, 4, 16} (0.91x with the general
-    tiles below), 0.43x at M = 128 (0.24x). Any other layout dequantizes per row of the K tile, whose
-    zero and scale tiles do not fit the H200's shared memory at 16 x 128 x 128 with 3 stages (286,720
-    bytes of 232,448): it keeps the general tiles. M in 17..64: starting points, not swept."""
+    Sequential groups whose size is a multiple of 128 (the g128 checkpoints), M <= 16 and M > 64: the best
+    of sweeps on an H200 (2026-12-03; Llama-3-8B shapes, bf16, CUDA graph replays timed as the GPU test
+    does). M <= 16, nibble planes at BLOCK_N 256: 1.39x bf16 geomean at M in {1, 4, 16}, 1.15x the slowest
+    case (the reshape unpack at 16 x 128 x 128: 0.94x in the same runs); BLOCK_N 128: 1.27x, 64: 0.99x, 512:
+    1.25-1.31x; 2 or 4 stages, 8 warps, swapped operands (C^T = W^T A^T, the planes in registers on wgmma):
+    slower. M = 128: 0.41x, the reshape unpack at 64 x 64; the planes reach 0.22-0.38x there (splitting A
+    into planes costs more than the unpack saves; swapped operands, A permuted by plane in a pre-pass,
+    split-K 2: no better). Any other layout dequantizes per row of the K tile, whose zero and scale tiles
+    do not fit the H200's shared memory at 16 x 128 x 128 with 3 stages (286,720 bytes of 232,448): it
+    keeps the general tiles. M in 17..64: starting points, not swept."""
     tuned = group_size > 0 and group_size % 128 == 0
     if m <= 16:  # decode: a GEMV in disguise, bound by streaming qweight
         if tuned:
-            return {"block_m": 16, "block_n": 128, "block_k": 128, "num_warps": 4, "num_stages": 3}
+            return {"block_m": 16, "block_n": 256, "block_k": 128, "num_warps": 4, "num_stages": 3}
         return {"block_m": 16, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
     if m <= 32:
         return {"block_m": 32, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
     if m <= 64:
         return {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 4, "num_stages": 4}
-    if tuned:
-        return {"block_m": 64, "block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 3}  # prefill
+    if tuned:  # prefill
+        return {"block_m": 64, "block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 3, "planes": False}
     return {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3}
 
 
@@ -125,12 +152,12 @@ def choose_split_k(m: int, n: int, k: int, block_m: int, block_n: int, block_k: 
 
     M > 64 already has enough output tiles: 1. Otherwise cdiv(2 * num_sms, output tiles), but each
     split keeps at least 4 K tiles (for the software pipeline) and there are at most MAX_SPLIT_K."""
-    raise NotImplementedError("p3.23: choose_split_k")
+    raise NotImplementedError("p3.26: choose_split_k")
 
 
 def _check_inputs(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_idx: Tensor) -> None:
     """Shapes, dtypes, layouts and devices of w4a16_matmul's tensors; ValueError naming the problem."""
-    raise NotImplementedError("p3.24: _check_inputs")
+    raise NotImplementedError("p3.27: _check_inputs")
 
 
 def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_idx: Tensor, *,
@@ -165,4 +192,4 @@ def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_i
     out = torch.empty((m, n), dtype=a.dtype, device=a.device)
     if m == 0:
         return out
-    raise NotImplementedError("p3.25: w4a16_matmul")
+    raise NotImplementedError("p3.28: w4a16_matmul")

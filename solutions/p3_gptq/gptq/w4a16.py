@@ -11,7 +11,8 @@ Layout (see pack.py):
 
 Kernels:
     _w4a16_kernel      program (tile_m, tile_n) x split s: loads an A tile and the packed qweight
-                       tile, unpacks / subtracts zeros / scales in registers, tl.dot into fp32.
+                       tile, unpacks / subtracts zeros / scales in registers, tl.dot into fp32. Fast path
+                       (one group per K tile, BLOCK_K >= 128): nibble planes, see _planes.
                        SPLIT_K = 1 stores C in A's dtype; SPLIT_K > 1 stores fp32 partial sums to a
                        workspace (SPLIT_K, M, N).
     _splitk_reduce_kernel  sums the workspace over s = 0..SPLIT_K-1 in that fixed order and casts.
@@ -49,6 +50,49 @@ def _round_bf16(x):
     return bits.to(tl.float32, bitcast=True)
 
 
+def _planes_asm(magic: int) -> str:
+    """PTX for _planes: words $8, $9 -> 8 registers of two 16-bit floats (magic | nibble t of each)."""
+    # BEGIN SOLUTION
+    out = ["{", ".reg .b32 lo, hi, t;", "prmt.b32 lo, $8, $9, 0x5410;", "prmt.b32 hi, $8, $9, 0x7632;"]
+    for t in range(8):  # low halves of both words hold nibbles 0-3, high halves 4-7; lop3 0xea: (x & y) | z
+        x = "t" if t % 4 else ("lo" if t < 4 else "hi")
+        out += [f"shr.b32 t, {'lo' if t < 4 else 'hi'}, {4 * (t % 4)};"] * (t % 4 > 0)
+        out += [f"lop3.b32 ${t}, {x}, 0x000f000f, {magic:#x}, 0xea;"]
+    return "\n".join(out + ["}"])
+    # END SOLUTION
+
+
+@triton.jit
+def _planes(words, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr):
+    """The 8 nibble planes of int32 words (R, C): plane t = MAGIC + ((words >> 4t) & 0xF) in DT, exact. On the
+    GPU one PTX block (PTX = _planes_asm's) per two words makes their 16-bit pairs with 1-2 integer
+    instructions each, no int -> float conversion (MAGIC + code is MAGIC's bits with the code in the low 4)."""
+    # BEGIN SOLUTION
+    if PTX == "":
+        return ((((words >> 0) & 0xF) + MAGIC).to(DT), (((words >> 4) & 0xF) + MAGIC).to(DT),
+                (((words >> 8) & 0xF) + MAGIC).to(DT), (((words >> 12) & 0xF) + MAGIC).to(DT),
+                (((words >> 16) & 0xF) + MAGIC).to(DT), (((words >> 20) & 0xF) + MAGIC).to(DT),
+                (((words >> 24) & 0xF) + MAGIC).to(DT), (((words >> 28) & 0xF) + MAGIC).to(DT))
+    return tl.inline_asm_elementwise(PTX, "=r,=r,=r,=r,=r,=r,=r,=r,r,r", [words], dtype=(DT.value,) * 8,
+                                     is_pure=True, pack=2)
+    # END SOLUTION
+
+
+@triton.jit
+def _split8(a, BLOCK_M: tl.constexpr, BKW: tl.constexpr):
+    """A tile (BLOCK_M, 8 * BKW) -> its 8 column planes (BLOCK_M, BKW): plane t holds columns 8j + t."""
+    # BEGIN SOLUTION
+    x0, x1 = tl.split(tl.reshape(a, (BLOCK_M, BKW, 2, 2, 2)))  # bit 0 of t
+    x00, x01 = tl.split(x0)  # bit 1
+    x10, x11 = tl.split(x1)
+    p0, p4 = tl.split(x00)  # bit 2
+    p2, p6 = tl.split(x01)
+    p1, p5 = tl.split(x10)
+    p3, p7 = tl.split(x11)
+    return p0, p1, p2, p3, p4, p5, p6, p7
+    # END SOLUTION
+
+
 @triton.jit
 def _w4a16_kernel(
     A, QW, QZ, SC, GIDX, C,
@@ -63,6 +107,8 @@ def _w4a16_kernel(
     GROUP_SIZE: tl.constexpr,  # > 0: g_idx[k] == k // GROUP_SIZE (sequential groups, fast path); 0: read g_idx
     SCALE_AFTER_DOT: tl.constexpr,  # GROUP_SIZE % BLOCK_K == 0: one group per K tile
     EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16; always False on the GPU
+    PLANES: tl.constexpr = False,  # SCALE_AFTER_DOT and BLOCK_K >= 128: 8 dots of nibble planes, see below
+    PTX: tl.constexpr = "",  # PLANES on the GPU: _planes_asm's text ("" under the interpreter)
 ):
     # BEGIN SOLUTION
     pid = tl.program_id(0)
@@ -89,53 +135,70 @@ def _w4a16_kernel(
     k_begin = split * K_PER_SPLIT
     k_end = tl.minimum(k_begin + K_PER_SPLIT, K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    DT: tl.constexpr = tl.float32 if EMULATE_BF16 else A.dtype.element_ty
+    MAGIC: tl.constexpr = 128 if A.dtype.element_ty == tl.bfloat16 else 1024  # 0x4300 in bf16, 0x6400 in fp16
     for k0 in range(k_begin, k_end, BLOCK_K):
         offs_k = k0 + rk
         k_mask = offs_k < K
         a = tl.load(A + offs_m64[:, None] * stride_am + offs_k[None, :] * stride_ak,
                     mask=m_mask[:, None] & k_mask[None, :], other=0.0)  # (BLOCK_M, BLOCK_K)
-
-        # ---- 4-bit codes of the (BLOCK_K, BLOCK_N) weight tile, as int32 in [0, 16) ----
-        # Each packed word is read once; the 8 nibbles are expanded in registers:
-        # (BLOCK_K/8, 8, BLOCK_N) -> (BLOCK_K, BLOCK_N), row 8j + t = word j >> 4t.
         offs_kw = k0 // 8 + tl.arange(0, BLOCK_K // 8)
         kw_mask = offs_kw < K // 8
         words = tl.load(QW + offs_kw[:, None] * stride_qk + offs_n[None, :] * stride_qn,
-                        mask=kw_mask[:, None] & n_mask[None, :], other=0)
-        nib = tl.arange(0, 8) * 4
-        codes = (words[:, None, :] >> nib[None, :, None]) & 0xF
-        codes = tl.reshape(codes, (BLOCK_K, BLOCK_N))
-
+                        mask=kw_mask[:, None] & n_mask[None, :], other=0)  # (BLOCK_K/8, BLOCK_N)
         if SCALE_AFTER_DOT:
-            # The whole K tile lies in group k0 // GROUP_SIZE: (code - zero) is a small integer,
-            # exact in fp16/bf16; the per-column scale is applied to the fp32 dot product.
+            # The whole K tile lies in group k0 // GROUP_SIZE: per-column zero and scale, and the
+            # scale is applied to the fp32 dot product.
             g = k0 // GROUP_SIZE
             zw = tl.load(QZ + g * stride_zg + (offs_n // 8) * stride_zn, mask=n_mask, other=0)
             zero = ((zw >> z_shift) & 0xF) + 1  # (BLOCK_N,)
             scale = tl.load(SC + g * stride_sg + offs_n * stride_sn, mask=n_mask, other=0.0)
-            wi = codes - zero[None, :]  # integers in [-16, 14]: exact in fp16 / bf16
-            if EMULATE_BF16:
-                part = tl.dot(a.to(tl.float32), wi.to(tl.float32))
-            else:
-                part = tl.dot(a, wi.to(a.dtype))
-            acc += part * scale.to(tl.float32)[None, :]
+
+        if PLANES:
+            # Nibble plane t of the words is the (BLOCK_K/8, BLOCK_N) tile of input rows 8j + t: 8 dots of
+            # depth BLOCK_K/8 against A's columns 8j + t, with no reshape of W (whose layout conversion
+            # through shared memory was the cost). The planes hold MAGIC + code (exact); the dots'
+            # surplus sum_k a[m, k] * (MAGIC + zero[n]) is taken off once per tile.
+            q = _planes(words, DT, MAGIC, PTX)
+            p = _split8(a.to(DT), BLOCK_M, BLOCK_K // 8)
+            rows = tl.sum(a.to(tl.float32), axis=1)  # (BLOCK_M,)
+            cols = (zero + MAGIC).to(tl.float32)  # (BLOCK_N,)
+            part = tl.dot(p[0], q[0])
+            for t in tl.static_range(1, 8):
+                part = tl.dot(p[t], q[t], part)
+            acc += (part - rows[:, None] * cols[None, :]) * scale.to(tl.float32)[None, :]
         else:
-            # General path: the group of every k row (g_idx gather, or k // GROUP_SIZE).
-            if GROUP_SIZE > 0:
-                g = offs_k // GROUP_SIZE
+            # ---- 4-bit codes of the (BLOCK_K, BLOCK_N) weight tile, as int32 in [0, 16) ----
+            # Each packed word is read once; the 8 nibbles are expanded in registers:
+            # (BLOCK_K/8, 8, BLOCK_N) -> (BLOCK_K, BLOCK_N), row 8j + t = word j >> 4t.
+            nib = tl.arange(0, 8) * 4
+            codes = (words[:, None, :] >> nib[None, :, None]) & 0xF
+            codes = tl.reshape(codes, (BLOCK_K, BLOCK_N))
+
+            if SCALE_AFTER_DOT:
+                wi = codes - zero[None, :]  # integers in [-16, 14]: exact in fp16 / bf16
+                if EMULATE_BF16:
+                    part = tl.dot(a.to(tl.float32), wi.to(tl.float32))
+                else:
+                    part = tl.dot(a, wi.to(a.dtype))
+                acc += part * scale.to(tl.float32)[None, :]
             else:
-                g = tl.load(GIDX + offs_k, mask=k_mask, other=0)
-            gn_mask = k_mask[:, None] & n_mask[None, :]
-            zw = tl.load(QZ + g[:, None] * stride_zg + (offs_n // 8)[None, :] * stride_zn,
-                         mask=gn_mask, other=0)
-            zero = ((zw >> z_shift[None, :]) & 0xF) + 1  # (BLOCK_K, BLOCK_N)
-            scale = tl.load(SC + g[:, None] * stride_sg + offs_n[None, :] * stride_sn,
-                            mask=gn_mask, other=0.0)
-            w = (codes - zero).to(tl.float32) * scale.to(tl.float32)
-            if EMULATE_BF16:
-                acc += tl.dot(a.to(tl.float32), _round_bf16(w))
-            else:
-                acc += tl.dot(a, w.to(a.dtype))
+                # General path: the group of every k row (g_idx gather, or k // GROUP_SIZE).
+                if GROUP_SIZE > 0:
+                    g = offs_k // GROUP_SIZE
+                else:
+                    g = tl.load(GIDX + offs_k, mask=k_mask, other=0)
+                gn_mask = k_mask[:, None] & n_mask[None, :]
+                zw = tl.load(QZ + g[:, None] * stride_zg + (offs_n // 8)[None, :] * stride_zn,
+                             mask=gn_mask, other=0)
+                zero = ((zw >> z_shift[None, :]) & 0xF) + 1  # (BLOCK_K, BLOCK_N)
+                scale = tl.load(SC + g[:, None] * stride_sg + offs_n[None, :] * stride_sn,
+                                mask=gn_mask, other=0.0)
+                w = (codes - zero).to(tl.float32) * scale.to(tl.float32)
+                if EMULATE_BF16:
+                    acc += tl.dot(a.to(tl.float32), _round_bf16(w))
+                else:
+                    acc += tl.dot(a, w.to(a.dtype))
 
     if EMULATE_BF16:  # noqa: SIM102 (constexpr branches, kept apart for Triton)
         if C.dtype.element_ty == tl.bfloat16:
@@ -174,25 +237,30 @@ def _is_pow2(x: int) -> bool:
 
 
 def default_config(m: int, group_size: int = 0) -> dict:
-    """Tile sizes and launch parameters by M and the group layout.
+    """Tile sizes and launch parameters by M and the group layout ("planes": False keeps a BLOCK_K >= 128
+    fast-path tile on the reshape unpack instead of the nibble planes).
 
-    Sequential groups whose size is a multiple of 128 (the g128 checkpoints), M <= 16 and M > 64:
-    the best of a sweep on an H200 (2026-12-02; Llama-3-8B shapes, bf16, CUDA graph replays; 40
-    decode and 48 prefill configs): 1.04x bf16 geomean at M in {1, 4, 16} (0.91x with the general
-    tiles below), 0.43x at M = 128 (0.24x). Any other layout dequantizes per row of the K tile, whose
-    zero and scale tiles do not fit the H200's shared memory at 16 x 128 x 128 with 3 stages (286,720
-    bytes of 232,448): it keeps the general tiles. M in 17..64: starting points, not swept."""
+    Sequential groups whose size is a multiple of 128 (the g128 checkpoints), M <= 16 and M > 64: the best
+    of sweeps on an H200 (2026-12-03; Llama-3-8B shapes, bf16, CUDA graph replays timed as the GPU test
+    does). M <= 16, nibble planes at BLOCK_N 256: 1.39x bf16 geomean at M in {1, 4, 16}, 1.15x the slowest
+    case (the reshape unpack at 16 x 128 x 128: 0.94x in the same runs); BLOCK_N 128: 1.27x, 64: 0.99x, 512:
+    1.25-1.31x; 2 or 4 stages, 8 warps, swapped operands (C^T = W^T A^T, the planes in registers on wgmma):
+    slower. M = 128: 0.41x, the reshape unpack at 64 x 64; the planes reach 0.22-0.38x there (splitting A
+    into planes costs more than the unpack saves; swapped operands, A permuted by plane in a pre-pass,
+    split-K 2: no better). Any other layout dequantizes per row of the K tile, whose zero and scale tiles
+    do not fit the H200's shared memory at 16 x 128 x 128 with 3 stages (286,720 bytes of 232,448): it
+    keeps the general tiles. M in 17..64: starting points, not swept."""
     tuned = group_size > 0 and group_size % 128 == 0
     if m <= 16:  # decode: a GEMV in disguise, bound by streaming qweight
         if tuned:
-            return {"block_m": 16, "block_n": 128, "block_k": 128, "num_warps": 4, "num_stages": 3}
+            return {"block_m": 16, "block_n": 256, "block_k": 128, "num_warps": 4, "num_stages": 3}
         return {"block_m": 16, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
     if m <= 32:
         return {"block_m": 32, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
     if m <= 64:
         return {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 4, "num_stages": 4}
-    if tuned:
-        return {"block_m": 64, "block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 3}  # prefill
+    if tuned:  # prefill
+        return {"block_m": 64, "block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 3, "planes": False}
     return {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3}
 
 
@@ -292,6 +360,7 @@ def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_i
     stride_cs = 0 if split_k == 1 else c.stride(0)
     # The interpreter's tl.dot multiplies bf16 as raw bits and truncates casts: emulate in fp32.
     emulate_bf16 = _interpreting() and a.dtype == torch.bfloat16
+    planes = cfg.get("planes", True) and group_size > 0 and group_size % bk == 0 and bk >= 128  # >= 16 deep
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), split_k)
     _w4a16_kernel[grid](
         a, qweight, qzeros, scales, g_idx, c, m, n, k, k_per_split,
@@ -301,6 +370,8 @@ def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_i
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
         GROUP_SIZE=group_size, SCALE_AFTER_DOT=group_size > 0 and group_size % bk == 0,
         EMULATE_BF16=emulate_bf16, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
+        PLANES=planes,
+        PTX="" if _interpreting() or not planes else _planes_asm(0x43004300 if a.dtype == torch.bfloat16 else 0x64006400),
     )
     if split_k > 1:
         block = 1024
