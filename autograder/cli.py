@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from autograder.authoring import invariants, stubs
 from autograder.classroom.commands import COMMANDS as CLASSROOM_COMMANDS
-from autograder.host import atomic, report
+from autograder.host import atomic, attachments, report
 from autograder.host.errors import GraderError
 from autograder.host.grade import grade_assignment, test_files
 from autograder.host.repo import Course, find_root
@@ -72,7 +72,8 @@ def grade(course: Course, ids: tuple[str, ...], solution: bool, submission: str 
             raise GraderError("--submission grades one assignment: name its id")
         for aid in targets:
             submission = _package_root(course, aid, submission)
-            _grade_one(course, aid, solution, submission, sandbox, hardware, jobs, verbose, results)
+            _grade_one(course, aid, solution, submission, sandbox, hardware, jobs, verbose, results,
+                       figures=attachments.figures_dir(json_path, markdown, junit))
             meta[aid] = _meta(course, aid, solution, submission, results[-1].hardware)
     except GraderError as e:  # a refusal the grader can explain: its results file says why (a failed grading)
         error = str(e) or type(e).__name__
@@ -116,8 +117,11 @@ def _meta(course: Course, aid: str, solution: bool, submission: str | None, hard
 
 
 def _grade_one(course: Course, aid: str, solution: bool, submission: str | None, sandbox: str,
-               hardware: str | None, jobs: int | None, verbose: bool, results: list[AssignmentResult]) -> None:
-    """Grade `aid` into `results` before printing it: a report that fails to print loses no points."""
+               hardware: str | None, jobs: int | None, verbose: bool, results: list[AssignmentResult], *,
+               figures: Path | None = None) -> None:
+    """Grade `aid` into `results` before printing it: a report that fails to print loses no points.
+    The figures its tests attached go under `figures` (beside the report files) first, so the table
+    and the reports can say where they are."""
     columns = (TextColumn(f"grading {aid}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
@@ -132,6 +136,7 @@ def _grade_one(course: Course, aid: str, solution: bool, submission: str | None,
             jobs=jobs, progress=advance,
         )
     results.append(result)
+    attachments.save(result, figures)
     report.print_result(result, console, verbose=verbose)
 
 
@@ -231,6 +236,35 @@ def mutants(course: Course, aid: str, sandbox: str, gpu_only: bool, record: bool
             console.print(f"{one}: every variant graded here lost points; recorded in {path}")
     if failed:
         raise GraderError("mutants that lost no points: " + "; ".join(failed))
+
+
+@cli.command()
+@click.argument("ids", nargs=-1)
+@click.pass_obj
+def tasks(course: Course, ids: tuple[str, ...]) -> None:
+    """Measure which public tests reach each task of the reference (coverage.py over the solution
+    regions) into solutions/<id>/tasks.toml. No id or `all`: every assignment."""
+    from autograder.authoring.taskmap import write_tasks
+
+    targets = course.ids() if not ids or ids == ("all",) else list(ids)
+    failed = []
+    for n, aid in enumerate(targets, 1):
+        console.rule(f"{aid} ({n}/{len(targets)})")
+        try:
+            record = write_tasks(course=course, assignment_id=aid,
+                                 say=lambda line: console.print(escape(line), highlight=False, soft_wrap=True))
+        except GraderError as e:  # one assignment's failure leaves the others' records to be written
+            console.print(f"[red]{aid}: {escape(str(e))}[/]", highlight=False, soft_wrap=True)
+            failed.append(aid)
+            continue
+        missing = ", ".join(f"{t.id} ({t.function})" for t in record.unreached() if not t.reason.strip())
+        console.print(f"{aid}: {len(record.tasks) - len(record.unreached())} of {len(record.tasks)} tasks reached by a "
+                      "public test" + (f"; [yellow]no test and no reason[/] for {escape(missing)}" if missing else ""),
+                      highlight=False, soft_wrap=True)
+    console.print("next: `python -m autograder handouts`, then `python -m autograder stubs` (`make tasks` runs both)",
+                  soft_wrap=True)
+    if failed:
+        raise GraderError(f"no record written for {', '.join(failed)}")
 
 
 @cli.command()

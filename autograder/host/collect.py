@@ -17,6 +17,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.host.attachments import from_record
 from autograder.host.course_files import counts
 from autograder.host.errors import GraderError
 from autograder.host.results import ERROR, FAILED, NOT_GRADED, PASSED, ExpectedTest, TestResult
@@ -99,7 +100,7 @@ def _from_record(test: ExpectedTest, record: dict) -> TestResult:
     except (TypeError, ValueError):
         return TestResult(test, FAILED, "malformed metrics in the result record")
     return TestResult(test, status, str(record.get("reason", "")), str(record.get("output", "")),
-                      duration, metrics)
+                      duration, metrics, attachments=from_record(record.get("attachments", [])))
 
 
 def unexpected(expected: list[ExpectedTest], reported: Reported) -> list[str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from autograder.authoring.stubs import given_packages, render_package
 from autograder.hardware import hardware_tag
+from autograder.host.attachments import verify as verify_attachments
 from autograder.host.collect import collect_expected, read_reported, reconcile, unexpected
 from autograder.host.errors import GraderError
 from autograder.host.probe import IMPORT_TIMEOUT_S, ImportProbe, hang_reason, probe_argv, read_probe, setup_error
@@ -32,6 +33,7 @@ from autograder.host.stage import (
     walk_no_links,
 )
 from autograder.host.written import grade_written
+from autograder.protocol.attachments import ATTACHMENTS_DIR, OPT_ATTACHMENTS
 from autograder.sandbox import Backend, RunRequest, select_backend
 
 GRADER_ROOT = Path(__file__).resolve().parents[2]  # the checkout holding autograder/
@@ -54,7 +56,9 @@ def _base_env(workdir: Path, threads: int) -> dict[str, str]:
         # the sandbox uid has no passwd entry: getpass.getuser() (torch inductor caches) reads these
         "USER": "student", "LOGNAME": "student",
     }
-    for passthrough in ("CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET", "AUTOGRADER_HARDWARE", "LANG", "LC_ALL"):
+    # COVERAGE_PROCESS_START: `autograder tasks` measures which tasks the public tests reach (authoring/taskmap.py)
+    for passthrough in ("CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET", "AUTOGRADER_HARDWARE", "LANG", "LC_ALL",
+                        "COVERAGE_PROCESS_START"):
         if passthrough in os.environ:
             env[passthrough] = os.environ[passthrough]
     return env
@@ -111,6 +115,7 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
             "--ag-results", str(results_file), "--ag-package", spec.package,
             "--ag-given", ",".join(spec.packages[1:]),
             "--ag-forbid", ",".join(spec.limits.forbidden), "--ag-accounting", json.dumps(spec.accounting.to_json()),
+            OPT_ATTACHMENTS, str(workdir / ATTACHMENTS_DIR),
             "-p", "no:cacheprovider",
             "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
             "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}",
@@ -145,6 +150,8 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
                     t.reason = f"the package does not import: {job.import_error}\n{t.reason}"
         if batch and any(t.nodeid not in reported.tests for t in expected):
             per_file[test_file] = []  # incomplete: the caller reruns this file on its own
+    for tests in per_file.values():  # what the judge attached, read before the work dir is removed
+        notes += verify_attachments(tests, workdir / ATTACHMENTS_DIR)
     return per_file, notes
 
 

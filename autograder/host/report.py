@@ -18,6 +18,7 @@ from rich.padding import Padding
 from rich.table import Table
 
 from autograder.host import atomic
+from autograder.host.attachments import as_json, listing, output_lines
 from autograder.host.results import ERROR, FAILED, MANUAL, NOT_GRADED, PASSED, AssignmentResult, TestResult
 
 STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", NOT_GRADED: "yellow", MANUAL: "cyan"}
@@ -147,6 +148,10 @@ def print_result(result: AssignmentResult, console: Console | None = None, verbo
                 console.rule(f"[red]{escape(t.test.nodeid)}")
                 console.print(t.reason, markup=False)
                 console.print(t.output[-2500:], markup=False, highlight=False)
+    for row in listing(result):
+        if not row.problem:  # a figure not kept is explained among the notes below
+            arrow = "->" if row.path else ":"
+            console.print(f"[cyan]figure:[/] {escape(row.nodeid)} {escape(row.name)} {arrow} {escape(row.where)}")
     for note in result.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
     console.print(f"[bold]{escape(summary_line(result))}[/]  ({result.wall_s:.1f} s)")
@@ -163,7 +168,7 @@ def gradescope(results: list[AssignmentResult], *, error: str | None = None, met
     tests = []
     for result in results:
         for n, t in enumerate(result.tests, 1):
-            output = "\n".join(filter(None, [t.reason, "; ".join(t.perf_notes), t.output]))
+            output = "\n".join(filter(None, [t.reason, "; ".join(t.perf_notes), *output_lines(t.attachments), t.output]))
             tests.append({
                 "name": f"{result.id}: {t.test.nodeid}", "number": f"{result.id}.{n}",
                 # a pending written answer is 0 of 0 until `autograder manual` records its points
@@ -173,7 +178,7 @@ def gradescope(results: list[AssignmentResult], *, error: str | None = None, met
                 "tags": [result.id, "hidden" if t.test.hidden else "public"] + (["gpu"] if t.test.gpu else []),
                 "visibility": _visibility(t),
                 "extra_data": {"status": t.status, "metrics": t.metrics, "duration_s": t.duration_s,
-                               "points": t.test.points},
+                               "points": t.test.points} | ({"attachments": as_json(t.attachments)} if t.attachments else {}),
             })
     output = "\n".join(line for r in results for line in [summary_line(r), *(f"note: {n}" for n in r.notes)])
     if error:
@@ -235,7 +240,9 @@ def write_junit(path: Path, results: list[AssignmentResult]) -> None:
     atomic.write_text(path, text)
 
 
-def markdown(results: list[AssignmentResult]) -> str:
+def markdown(results: list[AssignmentResult], base: Path | None = None) -> str:
+    """The summary: a table, a line per assignment, the failing tests, the figures tests attached
+    (linked relative to `base`, the summary's folder)."""
     lines = ["| assignment | score | passed | not graded here | pending (written) | time |", "|---|---|---|---|---|---|"]
     for r in results:
         graded = [t for t in r.tests if t.graded]
@@ -249,6 +256,11 @@ def markdown(results: list[AssignmentResult]) -> str:
         lines += ["", "<details><summary>failing tests</summary>", ""]
         lines += [f"- `{aid}` `{t.test.nodeid}`: {t.reason.splitlines()[0] if t.reason else t.status}" for aid, t in failing]
         lines += ["", "</details>"]
+    figures = [(r.id, row) for r in results for row in listing(r, base)]
+    if figures:
+        lines += ["", "**figures**", ""]
+        lines += [f"- `{aid}` `{row.nodeid}` {row.name}: " + (f"[{row.path}]({row.path})" if row.path else row.where)
+                  for aid, row in figures]
     return "\n".join(lines) + "\n"
 
 
@@ -261,4 +273,4 @@ def write_files(results: list[AssignmentResult], *, error: str | None, meta: dic
     if junit_path:
         write_junit(Path(junit_path), results)
     if markdown_path:
-        atomic.write_text(Path(markdown_path), markdown(results))
+        atomic.write_text(Path(markdown_path), markdown(results, Path(markdown_path).parent))

@@ -31,6 +31,19 @@ class ExpectedTest:
 
 
 @dataclass
+class Attachment:
+    """A PNG a test attached (`perf.attach`): its signed name and digest, then what the trusted side
+    made of the judge's file: its verified bytes, or the problem that kept it out of the results."""
+
+    name: str
+    sha256: str
+    file: str                                    # the judge's file name in the run's attachments folder
+    data: bytes | None = field(default=None, repr=False)  # set once the bytes hash to `sha256`
+    path: str = ""                               # where the report saved it ("" until saved)
+    problem: str = ""                            # why it was not kept ("" when it was)
+
+
+@dataclass
 class TestResult:
     __test__ = False  # not a pytest test class
 
@@ -42,6 +55,7 @@ class TestResult:
     metrics: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
     perf_notes: list[str] = field(default_factory=list)
+    attachments: list[Attachment] = field(default_factory=list)
 
     @property
     def graded(self) -> bool:

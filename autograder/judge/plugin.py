@@ -22,6 +22,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,7 +32,9 @@ from autograder.hardware import cuda_device_count, has_cuda
 from autograder.judge import importer
 from autograder.judge.client import WorkerClient
 from autograder.judge.feedback import failure_reason, parameter_id
+from autograder.judge.perf import Perf
 from autograder.judge.ranks import RankGroup, become_subreaper
+from autograder.protocol.attachments import OPT_ATTACHMENTS
 from autograder.protocol.messages import RecordKind, Status
 from autograder.protocol.rules import AccountingRules, Ledger, verdict
 from autograder.worker.session import CALL_MARKER
@@ -76,20 +79,11 @@ class _TestState:
     completed: bool = False
     output: list[str] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
+    attachments: list[dict[str, str]] = field(default_factory=list)  # name, file, sha256 of each attached PNG
     not_graded: str = ""
     duration: float = 0.0
     violation: str = ""  # what the op / kernel accounting found; fails the test whatever pytest says
     failure: str = ""  # one line on why the body raised: the report's reason for a failed test
-
-
-class Perf:
-    """The `perf` fixture: `perf.record("metric", value)` stores a measured value for grading."""
-
-    def __init__(self, state: _TestState) -> None:
-        self._state = state
-
-    def record(self, name: str, value: float) -> None:
-        self._state.metrics[str(name)] = float(value)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -101,6 +95,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ag-given", default="", help="comma-separated given packages beside it (never imported here)")
     group.addoption("--ag-manifest", default=None, help="collect only: write the expected tests here")
     group.addoption("--ag-accounting", default="{}", help="op and kernel accounting rules (JSON)")
+    group.addoption(OPT_ATTACHMENTS, default=None, help="write the PNGs perf tests attach into this folder")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -163,10 +158,12 @@ def ranks(request: pytest.FixtureRequest) -> Any:
 
 @pytest.fixture
 def perf(request: pytest.FixtureRequest) -> Perf:
-    """Record perf metrics: `perf.record("name", value)`; graded against the spec's thresholds."""
+    """Record perf metrics: `perf.record("name", value)`, graded against the spec's thresholds; attach
+    figures: `perf.attach("name", fig)`, listed with the test's result."""
     recorder = request.config.pluginmanager.get_plugin("autograder-recorder")
     state = recorder.state_of(request.node.nodeid) if recorder else _TestState()
-    return Perf(state)
+    folder = request.config.getoption(OPT_ATTACHMENTS) if recorder else None
+    return Perf(state.metrics, state.attachments, nodeid=request.node.nodeid, folder=Path(folder) if folder else None)
 
 
 def points_of(item: pytest.Item) -> float:
@@ -336,7 +333,8 @@ class _Recorder:
         if len(output) > MAX_OUTPUT_CHARS:
             output = output[: MAX_OUTPUT_CHARS // 3] + "\n...\n" + output[-2 * MAX_OUTPUT_CHARS // 3 :]
         return {"kind": RecordKind.TEST.value, "nodeid": nodeid, "status": status, "reason": reason,
-                "output": output, "metrics": state.metrics, "duration": state.duration}
+                "output": output, "metrics": state.metrics, "duration": state.duration,
+                "attachments": state.attachments}
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:
         if call.when == "call":

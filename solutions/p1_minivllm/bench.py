@@ -7,6 +7,7 @@ arriving at once, EOS ignored so each request produces exactly its output length
     python bench.py               # CPU-sized, under a minute: 16 requests, lengths in [16, 64]
     python bench.py --full        # nano-vllm's: 256 requests, lengths in [100, 1024], ~250M LLaMA (GPU)
     python bench.py --model PATH --num-requests 64 --max-len 512 --no-hf
+    python bench.py --plot bench.png   # also draw throughput and TTFT / TPOT distributions (bench_plot.py)
 
 Throughput counts output tokens. TTFT: arrival (all at t = 0) to the first token. TPOT: time per
 output token after the first. The HF baseline runs batches of --hf-batch-size requests in arrival
@@ -24,6 +25,7 @@ import time
 
 import torch
 
+from bench_plot import BenchRun, hardware_name, latencies, percentile, save
 from minivllm import LLM, SamplingParams
 
 PRESETS = {
@@ -87,12 +89,7 @@ def run_hf_static(model, prompts, out_lens, batch_size: int, device: str) -> flo
     return time.perf_counter() - start
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
-
-
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--full", action="store_true", help="nano-vllm's workload: 256 requests, lengths [100, 1024]")
     p.add_argument("--model", help="HF LLaMA folder (default: a random LLaMA of --preset)")
@@ -113,19 +110,37 @@ def main() -> None:
     p.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs for decode steps")
     p.add_argument("--threads", type=int, default=1,
                    help="CPU intra-op threads (default 1: on small matrices the thread pool costs more than it gives)")
+    p.add_argument("--vllm", action="store_true", help="also run the workload through vLLM's offline engine "
+                   "(vllm_baseline.py; only in the image of gpu_runners/Dockerfile.vllm)")
+    p.add_argument("--plot", metavar="PATH", help="also save a PNG of the throughputs and the TTFT / TPOT "
+                   "distributions (bench_plot.py) here")
     args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    cuda = args.device == "cuda"
+    args.num_requests = args.num_requests or (256 if args.full else 16)
+    args.min_len, args.max_len = args.min_len or (100 if args.full else 16), args.max_len or (1024 if args.full else 64)
+    args.preset = args.preset or ("250m" if cuda or args.full else "small")
+    args.hf_batch_size = args.hf_batch_size or (32 if cuda else 16)
+    return args
 
+
+def settings_line(args: argparse.Namespace) -> str:
+    """The model and workload in one line (the plot's second title line)."""
+    model = args.model or f"random LLaMA ({args.preset})"
+    return (f"{model}, {'bf16' if args.device == 'cuda' else 'fp32'}; {args.num_requests} requests, prompt and "
+            f"output lengths uniform in [{args.min_len}, {args.max_len}], seed {args.seed}; "
+            f"KV blocks of {args.block_size}, at most {args.max_num_seqs} sequences")
+
+
+def main() -> None:
+    args = parse_args()
+    torch.set_num_threads(args.threads)
     cuda = args.device == "cuda"
     dtype = torch.bfloat16 if cuda else torch.float32
-    full = args.full
-    n = args.num_requests or (256 if full else 16)
-    lo, hi = args.min_len or (100 if full else 16), args.max_len or (1024 if full else 64)
-    preset = args.preset or ("250m" if cuda or full else "small")
+    n, lo, hi = args.num_requests, args.min_len, args.max_len
     if args.model:
         path, hf = args.model, None
     else:
-        path, hf = build_random_llama(preset, args.device, dtype)
+        path, hf = build_random_llama(args.preset, args.device, dtype)
     llm = LLM(path, device=args.device, dtype="bfloat16" if cuda else "float32", block_size=args.block_size,
               max_num_seqs=args.max_num_seqs, max_num_batched_tokens=max(args.max_num_batched_tokens, 2 * hi),
               gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=2 * hi + 1,
@@ -141,26 +156,44 @@ def main() -> None:
     sync(args.device)
     elapsed = time.perf_counter() - start
     total = sum(len(o.outputs[0].token_ids) for o in outputs)
-    ttft = [o.metrics.ttft for o in outputs]
-    tpot = [t for o in outputs if (t := o.tpot()) is not None]
+    ttft, tpot = latencies(outputs)
     print(f"workload: {n} requests, prompt/output lengths uniform in [{lo}, {hi}], seed {args.seed}; "
-          f"model {args.model or preset} on {args.device}")
+          f"model {args.model or args.preset} on {args.device}")
     print(f"minivllm: {total} output tokens in {elapsed:.2f} s = {total / elapsed:,.0f} tok/s | "
           f"TTFT mean {statistics.fmean(ttft) * 1e3:.0f} ms, p50 {percentile(ttft, 0.5) * 1e3:.0f} ms, "
           f"p99 {percentile(ttft, 0.99) * 1e3:.0f} ms | TPOT mean {statistics.fmean(tpot) * 1e3:.2f} ms | "
           f"{llm.block_manager.num_blocks} KV blocks of {args.block_size}, "
           f"{llm.num_preemptions} preemptions")
-    if args.no_hf:
-        return
-    del llm
-    if cuda:
-        torch.cuda.empty_cache()
-    hf = hf or load_hf(path, args.device, dtype)
-    batch = args.hf_batch_size or (32 if cuda else 16)
-    run_hf_static(hf, prompts[:2], [4, 4], 2, args.device)  # warm-up
-    hf_s = run_hf_static(hf, prompts, out_lens, batch, args.device)
-    print(f"HF generate, static batches of {batch}: {hf_s:.2f} s = {total / hf_s:,.0f} tok/s | "
-          f"minivllm / HF = {hf_s / elapsed:.1f}x")
+    vllm_tok_s = None
+    hf_s = None
+    if args.vllm or not args.no_hf:
+        del llm
+        if cuda:
+            torch.cuda.empty_cache()
+    if args.vllm:
+        from vllm_baseline import run_vllm
+
+        theirs = run_vllm(path, prompts, out_lens, dtype="bfloat16" if cuda else "float32",
+                          block_size=args.block_size, max_num_seqs=args.max_num_seqs,
+                          gpu_memory_utilization=args.gpu_memory_utilization, enforce_eager=args.enforce_eager)
+        vllm_tok_s = theirs.tok_s
+        print(f"vLLM: {theirs.output_tokens} output tokens in {theirs.seconds:.2f} s = {vllm_tok_s:,.0f} tok/s | "
+              f"minivllm / vLLM = {total / elapsed / vllm_tok_s:.2f}x")
+    if not args.no_hf:
+        if cuda:
+            torch.cuda.empty_cache()
+        hf = hf or load_hf(path, args.device, dtype)
+        run_hf_static(hf, prompts[:2], [4, 4], 2, args.device)  # warm-up
+        hf_s = run_hf_static(hf, prompts, out_lens, args.hf_batch_size, args.device)
+        print(f"HF generate, static batches of {args.hf_batch_size}: {hf_s:.2f} s = {total / hf_s:,.0f} tok/s | "
+              f"minivllm / HF = {hf_s / elapsed:.1f}x")
+    if args.plot:
+        threads = "" if cuda else f", {args.threads} thread{'s' * (args.threads > 1)}"
+        save(BenchRun(hardware=hardware_name(args.device) + threads, settings=settings_line(args),
+                      engine_tok_s=total / elapsed, ttft_s=ttft, tpot_s=tpot, hf_tok_s=total / hf_s if hf_s else None,
+                      hf_label=f"HF generate (static batches of {args.hf_batch_size})", vllm_tok_s=vllm_tok_s),
+             args.plot)
+        print(f"plot: {args.plot}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ audited (one more profiled call): the profiler costs a host-bound engine a large
 step time, which HF, timed inside `oracle()`, would not pay. The workload first runs once with
 the accounting on, for its outputs; the timed call then generates the same lengths from fresh
 token ids, so that no run hits the prefix cache of the one before. What a decode step reads is
-counted in the worker (`decode_bytes`)."""
+counted in the worker (`decode_bytes`). The throughput test attaches bench.py's figure (bench_plot.py)
+to its result: both throughputs, and the TTFT / TPOT distributions of the accounted run."""
 
 import gc
 import itertools
@@ -19,6 +20,7 @@ import torch
 from autograder.testing import in_worker, oracle
 
 from autograder.timing import copy_bandwidth, measure
+from bench_plot import BenchRun, figure, latencies
 from minivllm import LLM, SamplingParams
 
 BIG = dict(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=16,
@@ -26,6 +28,8 @@ BIG = dict(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidde
 # nano-vllm's workload shape (uniform random lengths, random ids, seed 0), scaled so that the HF
 # baseline finishes in about a minute: 128 requests, prompts in [64, 512], outputs in [32, 256].
 NUM_REQUESTS, PROMPT_LENS, OUTPUT_LENS, HF_BATCH = 128, (64, 512), (32, 256), 32
+WORKLOAD = (f"~250M random LLaMA, bf16; {NUM_REQUESTS} requests, prompts of {PROMPT_LENS[0]}-{PROMPT_LENS[1]} "
+            f"and outputs of {OUTPUT_LENS[0]}-{OUTPUT_LENS[1]} tokens")
 
 
 @pytest.fixture(scope="module")
@@ -129,13 +133,17 @@ def test_throughput_vs_hf_static_batches(big_llama, perf):
     ours_s = measure(workload_runner(llm, prompts, out_lens), warmup=0, reps=1, flush_l2=False).median_s
 
     useful = sum(out_lens)
-    ttft = sum(o.metrics.ttft for o in outputs) / len(outputs)
-    tpot = sum(o.tpot() for o in outputs) / len(outputs)
+    ttft_s, tpot_s = latencies(outputs)
+    ttft, tpot = sum(ttft_s) / len(ttft_s), sum(tpot_s) / len(tpot_s)
     print(f"minivllm {useful / ours_s:.0f} tok/s ({ours_s:.2f} s; {accounted_s:.2f} s with the accounting on), "
           f"mean TTFT {ttft * 1e3:.0f} ms, mean TPOT {tpot * 1e3:.1f} ms (accounted run), "
           f"preemptions {llm.num_preemptions}; "
           f"HF static batch {HF_BATCH}: {useful / hf_s:.0f} tok/s ({hf_s:.2f} s)")
     perf.record("throughput_vs_hf_static", hf_s / ours_s)
+    perf.attach("throughput_latency", figure(BenchRun(
+        hardware=torch.cuda.get_device_name(), settings=WORKLOAD + "; latencies of the run with the accounting on",
+        engine_tok_s=useful / ours_s, ttft_s=ttft_s, tpot_s=tpot_s, hf_tok_s=useful / hf_s,
+        hf_label=f"HF generate (static batches of {HF_BATCH})")))
     del llm, outputs
     gc.collect()  # the proxies: the worker drops the engine with the next request
     release_engine_memory()  # give the pool back before the next test sizes its own
