@@ -7,7 +7,7 @@ include course/student/Makefile
 MAX    ?= 40
 MUTATION_STAMP := $(VENV)/.mutation-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test variants assignments check datasets datasets-check release mutation figures gradescope
+.PHONY: test variants assignments check datasets datasets-check release mutation figures gradescope tasks
 
 help::
 	@echo "make grade SOLUTION=1              grade the reference solution instead"
@@ -17,6 +17,7 @@ help::
 	@echo "make variants [A=<id>]             grade every broken variant, record those all caught"
 	@echo "make release WEEK=<n> [REPO=<dir>] the student release of weeks 1..n (REPO: also commit it there)"
 	@echo "make mutation A=<id> [MAX=40]      mutation-test the reference (writes solutions/<id>/mutation.toml)"
+	@echo "make tasks [A=<id>]                which public tests reach each task (solutions/<id>/tasks.toml, the handouts)"
 	@echo "make figures                       rebuild the course figures (course/figures/png/) from the references"
 	@echo "make gradescope A=<id>             the Gradescope autograder zip (results/gradescope/<id>.zip)"
 
@@ -28,6 +29,13 @@ test: $(STAMP)
 # its variants again (every other one) only once its files have changed since.
 variants: $(STAMP)
 	$(PY) -m autograder mutants $(or $(A),all) --record
+
+# Which public tests reach each task of the reference (coverage.py while they grade it), one assignment
+# (A=<id>) or all (~11 min on 2 cores); then the handouts' "which tasks each test file needs" and the stubs.
+tasks: $(STAMP)
+	$(PY) -m autograder tasks $(or $(A),all)
+	$(PY) -m autograder handouts
+	$(PY) -m autograder stubs
 
 assignments: $(STAMP)
 	$(PY) -m autograder stubs

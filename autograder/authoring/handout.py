@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from autograder.authoring.task_record import TaskEntry, TaskRecord, read_record
 from autograder.host.grade import expected_tests
 from autograder.host.repo import Course
 from autograder.host.results import ExpectedTest
@@ -14,6 +15,8 @@ from autograder.host.spec import AssignmentSpec
 
 BEGIN = "<!-- grading: generated from assignment.toml and the tests by `python -m autograder handouts`; do not edit -->"
 END = "<!-- end of the generated grading section -->"
+TASKS_BEGIN = "<!-- tasks: generated from tasks.toml by `python -m autograder handouts`; do not edit -->"
+TASKS_END = "<!-- end of the generated tasks section -->"
 
 
 def _row(label: str, tests: list[ExpectedTest]) -> str:
@@ -68,17 +71,63 @@ def grading_section(spec: AssignmentSpec, tests: list[ExpectedTest]) -> str:
     return "\n".join([*lines, END])
 
 
-def with_section(readme: str, section: str) -> str:
-    """`readme` with its generated section replaced by `section` (appended when it has none)."""
-    if BEGIN in readme and END in readme:
-        head, rest = readme.split(BEGIN, 1)
-        return head + section + rest.split(END, 1)[1]
-    return readme.rstrip("\n") + "\n\n" + section + "\n"
+def with_section(readme: str, section: str, begin: str = BEGIN, end: str = END) -> str:
+    """`readme` with its generated section (between `begin` and `end`) replaced by `section`, appended
+    when it has none; an empty `section` removes it."""
+    if begin in readme and end in readme:
+        head, rest = readme.split(begin, 1)
+        tail = rest.split(end, 1)[1]
+        return head + section + tail if section else head.rstrip("\n") + "\n" + tail.lstrip("\n")
+    return readme.rstrip("\n") + "\n\n" + section + "\n" if section else readme
 
 
 def current_handout(course: Course, assignment_id: str) -> tuple[Path, str, str]:
-    """(the handout's path, its text, its text with the section regenerated)."""
+    """(the handout's path, its text, its text with the generated sections regenerated)."""
     path = course.solution_dir(assignment_id) / "README.md"
     text = path.read_text()
     section = grading_section(course.spec(assignment_id), expected_tests(course, assignment_id))
-    return path, text, with_section(text, section)
+    record = read_record(course, assignment_id)
+    tasks = tasks_section(record) if record is not None else ""
+    return path, text, with_section(with_section(text, section), tasks, TASKS_BEGIN, TASKS_END)
+
+
+def _spans(ids: list[str]) -> str:
+    """"s05.1–s05.3, s05.7" for task ids of one prefix, in order."""
+    prefix = ids[0].rsplit(".", 1)[0]
+    numbers = sorted(int(i.rsplit(".", 1)[1]) for i in ids)
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{prefix}.{r[0]}" + (f"–{prefix}.{r[-1]}" if len(r) > 1 else "") for r in runs)
+
+
+def _by_file(tasks: list[TaskEntry]) -> str:
+    files: dict[str, list[str]] = {}
+    for t in tasks:
+        files.setdefault(t.file, []).append(t.id)
+    return "; ".join(f"`{f}` {_spans(ids)}" for f, ids in files.items()) or "–"
+
+
+def tasks_section(record: TaskRecord) -> str:
+    """Per public test file, the tasks its tests ran on the reference (from tasks.toml): which a
+    student must write before a file's tests can pass (a scheduler test needs the block manager)."""
+    prefix = record.tasks[0].id.rsplit(".", 1)[0] if record.tasks else "id"
+    lines = [TASKS_BEGIN, "## Which tasks each test file needs", "",
+             (f"Each task is one `raise NotImplementedError(\"{prefix}.<n>: <function>\")` in your stubs "
+              f"(`grep -rn '\"{prefix}.3:'` finds task 3). Run against the reference solution on a CPU, the tests "
+              "of each public file ran the code of these tasks: its tests can pass only once the tasks they run "
+              "work, whichever file the tasks are in."), "",
+             "| public test file | tests | tasks its tests run |", "|---|---|---|"]
+    for file, count in sorted(record.files.items()):
+        if not count["run"]:
+            lines.append(f"| `{file}` | {count['not_run']} on a GPU | not measured (its tests need a CUDA GPU) |")
+            continue
+        tests = f"{count['run']}" + (f" (+{count['not_run']} on a GPU)" if count["not_run"] else "")
+        lines.append(f"| `{file}` | {tests} | {_by_file([t for t in record.tasks if file in t.reached_by])} |")
+    if unreached := record.unreached():
+        lines += ["", "No public test runs these tasks on a CPU (hidden tests, or the GPU tests, grade them):", ""]
+        lines += [f"- {t.id} `{t.function}` in `{t.file}`" + (f": {t.reason}" if t.reason else "") for t in unreached]
+    return "\n".join([*lines, TASKS_END])

@@ -8,11 +8,15 @@ serves writing the tree and checking that the committed tree is current.
 
 from __future__ import annotations
 
+import re
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.authoring.markers import (
     MD_MARKER,
+    Region,
+    find_regions,
     has_markers,
     keep_solutions,
     strip_answer,
@@ -33,6 +37,39 @@ def _shipped_files(solution_dir: Path) -> list[Path]:
             continue
         files.append(rel)
     return files
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task id of an assignment and the solution region of the reference it stands for."""
+
+    id: str  # "s05.3"
+    file: str  # relative to the assignment, e.g. "kvcache/block_manager.py"
+    region: Region
+
+    @property
+    def function(self) -> str:
+        return self.region.function
+
+
+def solution_tasks(solution_dir: Path, prefix: str) -> list[Task]:
+    """Every task of the reference, numbered as `render_release` numbers its stubs: regions in
+    file order over the shipped Python files, counting on from one file to the next."""
+    tasks: list[Task] = []
+    for rel in _shipped_files(solution_dir):
+        if rel.suffix == ".py":
+            for region in find_regions((solution_dir / rel).read_text(), str(solution_dir / rel)):
+                tasks.append(Task(f"{prefix}.{len(tasks) + 1}", rel.as_posix(), region))
+    return tasks
+
+
+STUB_TASK = re.compile(r'raise NotImplementedError\("(?P<id>[\w-]+\.\d+): (?P<function>[\w.]+)"\)')
+
+
+def stub_task_ids(release: dict[Path, bytes]) -> list[tuple[str, str]]:
+    """(task id, function) of every stub in a rendered release, in file order: what a student greps."""
+    return [(m["id"], m["function"]) for rel, data in sorted(release.items()) if rel.suffix == ".py"
+            for m in STUB_TASK.finditer(data.decode())]
 
 
 def render_release(solution_dir: Path, prefix: str, given: dict[Path, bytes] | None = None) -> dict[Path, bytes]:

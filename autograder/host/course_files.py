@@ -9,7 +9,7 @@ from pathlib import Path
 
 CACHE_PARTS = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".ipynb_checkpoints", ".cache"})
 CACHE_SUFFIXES = frozenset({".pyc", ".pyo"})
-INSTRUCTOR_ONLY = ("hidden", "rubrics", "mutants.toml", "mutants.lock", "mutation.toml")  # never shipped to students, never staged as given files
+INSTRUCTOR_ONLY = ("hidden", "rubrics", "mutants.toml", "mutants.lock", "mutation.toml", "tasks.toml")  # never shipped to students, never staged as given files
 
 
 def counts(rel: Path) -> bool:

@@ -18,7 +18,7 @@ from autograder.host.course_files import CACHE_PARTS, counts
 from autograder.host.spec import AssignmentSpec
 
 TEST_DIRS = ("tests", "hidden")
-NEVER_STAGED = CACHE_PARTS | {"mutants.toml", "mutants.lock", "mutation.toml"}
+NEVER_STAGED = CACHE_PARTS | {"mutants.toml", "mutants.lock", "mutation.toml", "tasks.toml"}
 ANSWERS = "answers"  # the student's own answers only (editable "answers/*.toml"); the master's never reach a run
 
 

@@ -1,7 +1,17 @@
 """Roofline: ridge points, attainable FLOP/s and verdicts, checked against hand arithmetic."""
 
 import pytest
-from hwnumerics import H100_SXM, H200, analyze, attainable_flops, gemm_workload, gemv_workload, ridge_point
+from hwnumerics import (
+    H100_SXM,
+    H200,
+    analyze,
+    attainable_flops,
+    attention_decode_workload,
+    attention_prefill_workload,
+    gemm_workload,
+    gemv_workload,
+    ridge_point,
+)
 
 
 @pytest.mark.points(2)
@@ -53,3 +63,15 @@ def test_batch_one_gemv_is_memory_bound_and_its_time_is_set_by_bandwidth():
     assert p.intensity == pytest.approx(134_217_728 / 134_250_496, rel=1e-12)  # ~1 FLOP/byte
     assert p.attainable_flops == pytest.approx(3.35e12 * 134_217_728 / 134_250_496, rel=1e-9)
     assert p.min_time_s == pytest.approx(134_250_496 / 3.35e12, rel=1e-9)  # 40.07 us
+
+
+@pytest.mark.points(1)
+def test_attention_workloads_of_one_small_head_match_hand_counts():
+    # prefill, batch 1, 2 heads, 8 tokens, head_dim 4, 2-byte elements:
+    # flops = 4 * 1 * 2 * 8 * 8 * 4 = 2048; bytes = (2*1*2 [Q, O] + 2*1*2 [K, V]) * 8 * 4 * 2 = 512
+    w = attention_prefill_workload(1, 2, 8, 4, dtype_bytes=2)
+    assert (w.flops, w.bytes) == (pytest.approx(2048, rel=1e-12), pytest.approx(512, rel=1e-12))
+    # decode against 8 cached tokens, one KV head: flops = 4 * 1 * 2 * 8 * 4 = 256;
+    # bytes = (2*1*1*8 [K, V] + 2*1*2 [q, o]) * 4 * 2 = 160
+    d = attention_decode_workload(1, 2, 8, 4, dtype_bytes=2, n_kv_heads=1)
+    assert (d.flops, d.bytes) == (pytest.approx(256, rel=1e-12), pytest.approx(160, rel=1e-12))

@@ -1,6 +1,7 @@
 """Parameter counts against transformers' modules (meta device) and the published sizes."""
 
 import pytest
+from autograder.testing import in_worker
 from conftest import SMALL, hf_param_count, real, small
 from modelmath import from_config, mtp_params, param_count
 
@@ -40,3 +41,23 @@ def test_gemma_7b_and_qwen3_8b_match_their_reports():
     # Qwen3-8B model card: 8.2B, 6.95B non-embedding (embedding and head untied)
     embed = 151_936 * 4096
     assert (round(param_count(qwen3) / 1e9, 1), round((param_count(qwen3) - 2 * embed) / 1e9, 2)) == (8.2, 6.95)
+
+
+@in_worker
+def _tied_pair_counted_by_the_package() -> tuple[int, int]:
+    import torch
+    from modelmath import unique_param_count as count
+
+    from autograder.testing import oracle
+
+    with oracle():  # the test's own tensors, built outside the package's accounting
+        embed = torch.zeros(6, 4)
+        tied = {"embed_tokens.weight": embed, "lm_head.weight": embed, "norm.weight": torch.ones(4)}
+        untied = {"embed_tokens.weight": embed, "lm_head.weight": embed.clone(), "norm.weight": torch.ones(4)}
+    return count(tied), count(untied)
+
+
+@pytest.mark.points(1)
+def test_a_tied_head_counts_once_and_an_equal_copy_twice():
+    # tied: 6*4 shared + 4 = 28; untied: the clone holds equal values in its own storage, 24 + 24 + 4 = 52
+    assert _tied_pair_counted_by_the_package() == (28, 52)
