@@ -12,6 +12,7 @@ in a kernel exercise: a package that imports an array library that computes outs
 from __future__ import annotations
 
 import ast
+import threading
 from pathlib import Path
 
 FLAGGED_MODULES = {
@@ -24,6 +25,10 @@ FLAGGED_MODULES = {
     "torch.profiler": "uses the profiler the op accounting runs on",
     "torch.autograd.profiler": "uses the profiler the op accounting runs on",
 }
+# CPython 3.11 keeps the AST constructor's recursion counter in interpreter-wide state: two threads
+# parsing at once (a class graded with -j 2) can raise "SystemError: AST constructor recursion depth
+# mismatch" (python/cpython#106905), so parses take turns.
+_PARSE_LOCK = threading.Lock()
 ARRAY_LIBRARIES = ("numpy", "cupy", "jax", "scipy", "numba", "tensorflow", "mlx", "pandas")
 FLAGGED_ATTRIBUTES = {
     "_getframe": "walks the call stack", "f_back": "walks the call stack", "f_globals": "reads a frame's globals",
@@ -53,7 +58,8 @@ def scan_source(name: str, source: str, flagged_modules: dict[str, str] | None =
                 attributes: bool = True) -> list[str]:
     """'file:line: what' for each flagged construct in one file (a file that does not parse: none)."""
     try:
-        tree = ast.parse(source)
+        with _PARSE_LOCK:
+            tree = ast.parse(source)
     except SyntaxError:
         return []
     found = []
