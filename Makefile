@@ -7,11 +7,12 @@ include course/student/Makefile
 MAX    ?= 40
 MUTATION_STAMP := $(VENV)/.mutation-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: test variants assignments check datasets datasets-check release mutation figures gradescope tasks
+.PHONY: cpu-image test variants assignments check datasets datasets-check release mutation figures gradescope tasks
 
 help::
 	@echo "make grade SOLUTION=1              grade the reference solution instead"
-	@echo "make test                          the project's own tests"
+	@echo "make test [N=2]                    the project's own tests, on N processes"
+	@echo "make cpu-image                     the CPU grading image for --sandbox docker (needs a Docker engine)"
 	@echo "make assignments                   regenerate assignments/ from solutions/"
 	@echo "make check                         check the course invariants"
 	@echo "make variants [A=<id>]             grade every broken variant, record those all caught"
@@ -20,6 +21,11 @@ help::
 	@echo "make tasks [A=<id>]                which public tests reach each task (solutions/<id>/tasks.toml, the handouts)"
 	@echo "make figures                       rebuild the course figures (course/figures/png/) from the references"
 	@echo "make gradescope A=<id>             the Gradescope autograder zip (results/gradescope/<id>.zip)"
+
+# The CPU grading image for `--sandbox docker` (containers/cpu/build.sh: debootstrap base, the pinned
+# wheels, `docker build --network none`; ~5 min the first time, kept while its inputs are unchanged).
+cpu-image: $(STAMP)
+	PY=$(PY) containers/cpu/build.sh
 
 # The tests on N processes (pytest-xdist; N=2 by default, the CI machine's cores): most of them grade
 # an assignment, and a grading leaves a core idle while one batch waits on its slowest file, ranks

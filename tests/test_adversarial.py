@@ -15,9 +15,12 @@ import pytest
 import autograder.host.grade as grade_module
 from autograder.host.grade import grade_assignment
 from autograder.sandbox.bwrap import BwrapBackend
+from autograder.sandbox.docker import DockerBackend
 
 HAVE_BWRAP = BwrapBackend().available()[0]
 needs_bwrap = pytest.mark.skipif(not HAVE_BWRAP, reason="bwrap unavailable (CI installs bubblewrap)")
+DOCKER_WHY = DockerBackend(gpu=False).available()[1]
+needs_docker = pytest.mark.skipif(bool(DOCKER_WHY), reason=f"no docker sandbox here (.ci/run builds one): {DOCKER_WHY}")
 
 MEAN = '''
 def mean(xs):
@@ -71,7 +74,8 @@ def _live_processes_mentioning(text: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap)])
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap),
+                                     pytest.param("docker", marks=needs_docker)])
 def test_infinite_loop_times_out_and_other_tests_still_count(demo_course, tmp_path, sandbox):
     sub = _submission(tmp_path, demo_course, "def add(a, b):\n    while True:\n        pass\n")
     result, by_name = _grade(demo_course, sub, sandbox)
@@ -124,7 +128,8 @@ def test_fork_bomb_is_contained_and_cleaned_up(demo_course, tmp_path):
     assert roots and not any(_live_processes_mentioning(str(root)) for root in roots)
 
 
-@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap)])
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap),
+                                     pytest.param("docker", marks=needs_docker)])
 def test_segfault_fails_only_the_crashing_calls_with_the_signal_named(demo_course, tmp_path, sandbox):
     """The crash ends the worker, not the judge: the next test gets a fresh worker."""
     sub = _submission(tmp_path, demo_course, "import ctypes\ndef add(a, b):\n    return ctypes.string_at(0)\n")

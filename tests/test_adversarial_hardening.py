@@ -23,6 +23,7 @@ from autograder.host.grade import grade_assignment
 from autograder.sandbox.bwrap import BwrapBackend
 
 needs_bwrap = pytest.mark.skipif(not BwrapBackend().available()[0], reason="bwrap unavailable (CI installs it)")
+from test_adversarial import needs_docker  # noqa: E402  (one probe of the engine for both files)
 MEAN = '''
 def mean(xs):
     if not xs:
@@ -122,7 +123,8 @@ def test_a_syntax_error_is_shown_once_first_and_named_in_each_test(demo_course, 
     assert report.gradescope([result])["output"].count(first) == 1
 
 
-@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap)])
+@pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap),
+                                     pytest.param("docker", marks=needs_docker)])
 def test_a_hang_at_import_fails_every_test_fast(demo_course, tmp_path, sandbox):
     sub = _submission(tmp_path, demo_course, "while True:\n    pass\n" + MEAN)
     start = time.monotonic()

@@ -206,7 +206,7 @@ def grade_assignment(
     if not (source_dir / spec.package).is_dir():
         raise GraderError(f"{source_dir}: no package folder {spec.package!r} to grade")
     tag = hardware_tag(hardware)
-    backend = select_backend(sandbox)
+    backend = select_backend(sandbox, gpu=tag != "cpu")
     given = given_packages(course, spec)
     base = render_package(solution_dir, spec.packages, spec.task_prefix, given) if solution_dir else {}
     # The collection run imports the package it is given outside the sandbox: the reference, or where

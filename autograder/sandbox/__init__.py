@@ -34,8 +34,9 @@ class Backend(Protocol):
 BACKENDS = {"bwrap": BwrapBackend, "none": NoneBackend, "docker": DockerBackend}
 
 
-def select_backend(name: str = "auto", *, image: str | None = None) -> Backend:
-    """The named backend, or for 'auto' bwrap where it works, else 'none' with a visible warning."""
+def select_backend(name: str = "auto", *, image: str | None = None, gpu: bool = True) -> Backend:
+    """The named backend, or for 'auto' bwrap where it works, else 'none' with a visible warning.
+    docker: `image`, else $AUTOGRADER_IMAGE, else the GPU image (gpu) or the CPU one."""
     if name == "auto":
         bwrap = BwrapBackend()
         ok, why = bwrap.available()
@@ -45,7 +46,7 @@ def select_backend(name: str = "auto", *, image: str | None = None) -> Backend:
         return NoneBackend()
     if name not in BACKENDS:
         raise GraderError(f"unknown sandbox {name!r}; choose one of auto, {', '.join(BACKENDS)}")
-    backend = DockerBackend(image=image) if name == "docker" else BACKENDS[name]()
+    backend = DockerBackend(image=image, gpu=gpu) if name == "docker" else BACKENDS[name]()
     ok, why = backend.available()
     if not ok:
         raise GraderError(f"sandbox {name!r} is not usable here: {why}")

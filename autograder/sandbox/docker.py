@@ -24,6 +24,7 @@ from typing import Any
 from autograder.sandbox.base import OUTPUT_TAIL_CHARS, RunRequest, RunResult, watch, with_own_uid
 
 DEFAULT_IMAGE = "course-autograder:gpu"
+CPU_IMAGE = "course-autograder:cpu"  # containers/cpu/build.sh (`make cpu-image`): CPU gradings
 FD_FILE_PREFIX = ".ag-fd-"
 SECRET_FD = 3  # the first descriptor after stdio: free when the launcher starts
 PIDS_LIMIT = 1024
@@ -114,8 +115,8 @@ def container_config(request: RunRequest, image: str, image_env: list[str], fds:
 class DockerBackend:
     name = "docker"
 
-    def __init__(self, image: str | None = None, client: Any = None) -> None:
-        self.image = image or os.environ.get("AUTOGRADER_IMAGE", DEFAULT_IMAGE)
+    def __init__(self, image: str | None = None, client: Any = None, gpu: bool = True) -> None:
+        self.image = image or os.environ.get("AUTOGRADER_IMAGE") or (DEFAULT_IMAGE if gpu else CPU_IMAGE)
         self._client = client
 
     def client(self) -> Any:
@@ -138,7 +139,9 @@ class DockerBackend:
         try:
             self.image_env()
         except (DockerException, RequestException):
-            return False, f"no image {self.image!r}: build it (docker build -f gpu_runners/Dockerfile -t {self.image} .)"
+            how = ("make cpu-image" if self.image == CPU_IMAGE else
+                   f"docker build -f gpu_runners/Dockerfile -t {self.image} .")
+            return False, f"no image {self.image!r}: build it ({how})"
         return True, ""
 
     def image_env(self) -> list[str]:
