@@ -23,7 +23,7 @@ from autograder.host.grade import grade_assignment
 from autograder.sandbox.bwrap import BwrapBackend
 
 needs_bwrap = pytest.mark.skipif(not BwrapBackend().available()[0], reason="bwrap unavailable (CI installs it)")
-from test_adversarial import needs_docker  # noqa: E402  (one probe of the engine for both files)
+from test_adversarial import needs_docker, roomy_in_containers  # noqa: E402  (one probe of the engine)
 MEAN = '''
 def mean(xs):
     if not xs:
@@ -45,6 +45,7 @@ def _submission(tmp_path: Path, demo_course, ops: str | None) -> Path:
 
 
 def _grade(demo_course, sub: Path, sandbox: str = "none", **kw):
+    roomy_in_containers(demo_course, sandbox)
     result = grade_assignment(course=demo_course, assignment_id="s00_demo", submission=sub, sandbox=sandbox,
                               hardware="cpu", **kw)
     assert len(result.tests) == 7, "grading must always yield one result per expected test"

@@ -61,10 +61,20 @@ def test_the_launcher_reopens_the_key_at_its_fd_number_and_deletes_the_file(tmp_
     (staged,) = stage_fds(_request(tmp_path, secret=key, secret_flag="--key-fd"), owner=None)
     number = staged.number
     child = f"import os, sys; sys.stdout.buffer.write(os.fdopen({number}, 'rb').read())"
-    run = subprocess.run([sys.executable, "-c", LAUNCHER, f"{number}={staged.path}", sys.executable, "-c", child],
+    run = subprocess.run([sys.executable, "-c", LAUNCHER, f"{number}={staged.path}", "0", sys.executable, "-c", child],
                          capture_output=True, timeout=60, check=False)
     assert run.returncode == 0, run.stderr.decode()
     assert run.stdout == key and not staged.path.exists()
+
+
+def test_the_launcher_bounds_the_address_space_of_a_cpu_run_and_not_of_a_gpu_run(tmp_path):
+    cpu = container_config(_request(tmp_path, memory_mb=1024), "img:1", [], [], "autograder-x")["command"]
+    gpu = container_config(_request(tmp_path, gpu=True), "img:1", [], [], "autograder-x")["command"]
+    assert cpu[4] == str(1024 << 20) and gpu[4] == "0"
+    child = "import resource; print(resource.getrlimit(resource.RLIMIT_AS)[0])"
+    run = subprocess.run([sys.executable, "-c", LAUNCHER, "", str(1 << 33), sys.executable, "-c", child],
+                         capture_output=True, text=True, timeout=60, check=False)
+    assert run.returncode == 0 and int(run.stdout) == 1 << 33, run.stderr
 
 
 class _Container:
@@ -137,5 +147,6 @@ def test_a_real_container_past_its_wall_limit_is_killed_and_gone(tmp_path):
     backend = _engine()
     result = backend.run(_request(tmp_path, argv=["python", "-c", "while True: pass"], wall_s=3))
     assert result.timed_out
-    left = backend.client().containers.list(all=True, filters={"label": "autograder=run"})
-    assert not left
+    from test_docker_grading import containers_left
+
+    assert not containers_left([tmp_path])

@@ -30,8 +30,13 @@ SECRET_FD = 3  # the first descriptor after stdio: free when the launcher starts
 PIDS_LIMIT = 1024
 
 # Runs first in the container: argv[1] is "fd=path,fd=path"; each file becomes that fd, then vanishes.
+# argv[2] bounds each process's address space in bytes (0: no bound), as the other backends' RLIMIT_AS
+# does: the container's cgroup limit alone makes a runaway allocation an OOM kill that stalls the
+# whole file, where the rlimit makes it a MemoryError in the one test that allocated.
 LAUNCHER = (
-    "import os,sys\n"
+    "import os,sys,resource\n"
+    "if int(sys.argv[2]):\n"
+    "    resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[2]), int(sys.argv[2])))\n"
     "for item in filter(None, sys.argv[1].split(',')):\n"
     "    number, path = item.split('=', 1)\n"
     "    fd = os.open(path, os.O_RDONLY)\n"
@@ -40,7 +45,7 @@ LAUNCHER = (
     "        os.dup2(fd, int(number))\n"
     "        os.close(fd)\n"
     "    os.set_inheritable(int(number), True)\n"
-    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "os.execvp(sys.argv[3], sys.argv[3:])\n"
 )
 
 
@@ -92,7 +97,9 @@ def container_config(request: RunRequest, image: str, image_env: list[str], fds:
     workdir = str(request.workdir)
     launcher = ",".join(f"{f.number}={f.path}" for f in fds)
     secret = [request.secret_flag, str(SECRET_FD)] if fds else []
-    command = ["python3", "-c", LAUNCHER, launcher, "python3", *request.argv[1:], *secret]  # the image's interpreter
+    address_space = 0 if request.gpu else request.memory_mb << 20  # CUDA reserves huge virtual ranges
+    command = ["python3", "-c", LAUNCHER, launcher, str(address_space),
+               "python3", *request.argv[1:], *secret]  # the image's interpreter
     config: dict[str, Any] = {
         "image": image, "command": command, "name": name, "detach": True, "labels": {"autograder": "run"},
         "network_mode": "none", "mem_limit": f"{request.memory_mb * request.processes}m",
