@@ -32,7 +32,7 @@ cpu-image: $(STAMP)
 # start, or a timeout runs out; a second process fills those gaps (~0.7x the time of one process).
 N ?= 2
 test: $(STAMP)
-	$(PY) -m pytest tests -q -n $(N) --dist worksteal --durations=15
+	$(PY) -m pytest tests -q -rs -n $(N) --dist worksteal --durations=15
 
 # Every broken variant of one assignment (A=<id>) or of all (~30 min on 2 cores), each graded here.
 # An assignment whose variants all lose points gets solutions/<id>/mutants.lock: `make test` grades

@@ -16,6 +16,7 @@ import pytest
 from autograder.host.grade import grade_assignment
 from autograder.host.repo import Course
 from conftest import add_assignment
+from test_adversarial import needs_docker
 
 TOML = """[assignment]
 id = "s03_ringdemo"
@@ -253,3 +254,17 @@ def test_ranks_talk_over_loopback_under_the_plain_backend_too(ring_course):
     result = grade_assignment(course=ring_course, assignment_id="s03_ringdemo", solution=True, sandbox="none")
     r = _by_name(result)
     assert r["test_ring_of_two"].status == r["test_ring_of_four"].status == "passed", r["test_ring_of_two"].output
+
+
+@needs_docker
+def test_ranks_talk_over_loopback_in_a_container_and_the_stub_still_names_its_ranks(ring_course):
+    """`--network none` leaves a container its own loopback, which the ranks' gloo store and pairs use."""
+    reference = _by_name(grade_assignment(course=ring_course, assignment_id="s03_ringdemo", solution=True,
+                                          sandbox="docker", hardware="cpu"))
+    for name in ("test_ring_of_two", "test_ring_of_four", "test_ring_twice", "test_no_process_outlives_the_rank_tests"):
+        assert reference[name].status == "passed", (name, reference[name].reason, reference[name].output[-800:])
+    stub = _by_name(grade_assignment(course=ring_course, assignment_id="s03_ringdemo", sandbox="docker",
+                                     hardware="cpu"))
+    text = stub["test_ring_of_two"].reason + stub["test_ring_of_two"].output
+    assert stub["test_ring_of_two"].status == "failed" and "rank 1: NotImplementedError" in text, text
+    assert all(stub[name].status == "failed" for name in ("test_ring_of_two", "test_ring_of_four", "test_ring_twice"))

@@ -21,6 +21,7 @@ from autograder.notebooks.extract import MARKER, extract, written_questions
 from autograder.notebooks.grade import grade_notebook
 from autograder.notebooks.record import GRADEBOOK, record_grading
 from autograder.notebooks.release import leaks, release_notebook
+from test_adversarial import needs_docker
 
 NB = "s00_roofline"
 AUTO_POINTS = 9  # 6 public + 3 hidden (solutions/notebooks/s00_roofline/tests, hidden)
@@ -155,3 +156,13 @@ def test_what_is_not_a_notebook_is_a_clear_error(tmp_path):
     with pytest.raises(GraderError, match="unknown notebook exercise 'nope'"):
         load_exercise(Course(tmp_path), "nope")
 
+
+
+@needs_docker
+def test_a_filled_notebook_grades_in_a_container_as_it_does_outside(repo_course, released, filled_grading, tmp_path):
+    notebook = _filled(released, tmp_path / f"{NB}.ipynb", repo_course)
+    inside = grade_notebook(course=repo_course, exercise_id=NB, notebook=notebook, sandbox="docker", hardware="cpu")
+    outside = {t.test.nodeid: t.status for t in filled_grading.result.tests}
+    assert {t.test.nodeid: t.status for t in inside.result.tests} == outside
+    auto = [t for t in inside.result.tests if not t.test.nodeid.endswith("::written")]
+    assert auto and all(t.status == PASSED for t in auto), [(t.test.nodeid, t.reason) for t in auto if t.status != PASSED]

@@ -15,6 +15,9 @@ Kernels:
                        (one group per K tile, BLOCK_K >= 128): nibble planes, see _planes.
                        SPLIT_K = 1 stores C in A's dtype; SPLIT_K > 1 stores fp32 partial sums to a
                        workspace (SPLIT_K, M, N).
+    _w4a16_swapped_kernel  M > 16 with sequential groups a multiple of BLOCK_K: the transposed product
+                       C^T (N, M) = W (N, K) @ A^T (K, M), the dequantized W tile in registers as the
+                       MMA's first operand, its scale folded in, every dot on one accumulator.
     _splitk_reduce_kernel  sums the workspace over s = 0..SPLIT_K-1 in that fixed order and casts.
 No atomics anywhere: the result is bitwise reproducible run to run (for a fixed configuration).
 """
@@ -30,6 +33,7 @@ from torch import Tensor
 
 H200_NUM_SMS = 132  # used to pick split_k when no CUDA device is visible (e.g. CPU interpreter)
 MAX_SPLIT_K = 16
+SMEM_PER_SM = 233_472  # bytes of shared memory per SM on Hopper (228 KiB)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -70,6 +74,12 @@ def _split8(a, BLOCK_M: tl.constexpr, BKW: tl.constexpr):
 
 
 @triton.jit
+def _join8(p0, p1, p2, p3, p4, p5, p6, p7, R: tl.constexpr, C: tl.constexpr):
+    """8 planes (R, C) -> one tile (R, 8 * C) whose column 8j + t is plane t's column j (_split8 undone)."""
+    raise NotImplementedError("p3.24: _join8")
+
+
+@triton.jit
 def _w4a16_kernel(
     A, QW, QZ, SC, GIDX, C,
     M, N, K, K_PER_SPLIT,  # K_PER_SPLIT: input channels per split, a multiple of BLOCK_K
@@ -86,7 +96,29 @@ def _w4a16_kernel(
     PLANES: tl.constexpr = False,  # SCALE_AFTER_DOT and BLOCK_K >= 128: 8 dots of nibble planes, see below
     PTX: tl.constexpr = "",  # PLANES on the GPU: _planes_asm's text ("" under the interpreter)
 ):
-    raise NotImplementedError("p3.24: _w4a16_kernel")
+    raise NotImplementedError("p3.25: _w4a16_kernel")
+
+
+@triton.jit
+def _w4a16_swapped_kernel(
+    A, QW, QZ, SC, C,
+    M, N, K, K_PER_SPLIT,  # K_PER_SPLIT: input channels per split, a multiple of BLOCK_K
+    stride_am, stride_ak, stride_qk, stride_qn, stride_zg, stride_zn, stride_sg, stride_sn,
+    stride_cs, stride_cm, stride_cn,  # C: (M, N) output, or (SPLIT_K, M, N) fp32 workspace
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_SIZE: tl.constexpr,  # g_idx[k] == k // GROUP_SIZE, GROUP_SIZE a multiple of BLOCK_K
+    EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16
+    PTX: tl.constexpr,  # _planes_asm's text on the GPU, "" under the interpreter
+):
+    """Program (tile_n, tile_m, split): the (BLOCK_N, BLOCK_M) tile of C^T = W @ A^T over its K range.
+
+    Why transposed: Hopper's MMA (wgmma) takes its first operand from registers and only its second from
+    shared memory, so a W tile dequantized in registers feeds it as the first operand directly; as the
+    second it would be written to shared memory every K step first. Why the scale is folded into W (one
+    fma per weight, exact in fp32 before the single rounding to A's dtype): a dot whose fp32 result is
+    rescaled must finish before the next starts, while dots accumulating into one tile overlap the next
+    tile's unpack. Both together took M = 128 from 0.41x to about 0.8x of bf16 on an H200."""
+    raise NotImplementedError("p3.26: _w4a16_swapped_kernel")
 
 
 @triton.jit
@@ -96,7 +128,7 @@ def _splitk_reduce_kernel(
     EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16
 ):
     """Out = sum over s = 0, 1, ..., SPLIT_K-1 of WS[s] in that order (fp32), cast to Out's dtype."""
-    raise NotImplementedError("p3.25: _splitk_reduce_kernel")
+    raise NotImplementedError("p3.27: _splitk_reduce_kernel")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,29 +142,30 @@ def _is_pow2(x: int) -> bool:
 
 def default_config(m: int, group_size: int = 0) -> dict:
     """Tile sizes and launch parameters by M and the group layout ("planes": False keeps a BLOCK_K >= 128
-    fast-path tile on the reshape unpack instead of the nibble planes).
+    tile of _w4a16_kernel on the reshape unpack; "swapped": True launches _w4a16_swapped_kernel).
 
-    Sequential groups whose size is a multiple of 128 (the g128 checkpoints), M <= 16 and M > 64: the best
-    of sweeps on an H200 (2026-12-03; Llama-3-8B shapes, bf16, CUDA graph replays timed as the GPU test
-    does). M <= 16, nibble planes at BLOCK_N 256: 1.39x bf16 geomean at M in {1, 4, 16}, 1.15x the slowest
-    case (the reshape unpack at 16 x 128 x 128: 0.94x in the same runs); BLOCK_N 128: 1.27x, 64: 0.99x, 512:
-    1.25-1.31x; 2 or 4 stages, 8 warps, swapped operands (C^T = W^T A^T, the planes in registers on wgmma):
-    slower. M = 128: 0.41x, the reshape unpack at 64 x 64; the planes reach 0.22-0.38x there (splitting A
-    into planes costs more than the unpack saves; swapped operands, A permuted by plane in a pre-pass,
-    split-K 2: no better). Any other layout dequantizes per row of the K tile, whose zero and scale tiles
-    do not fit the H200's shared memory at 16 x 128 x 128 with 3 stages (286,720 bytes of 232,448): it
-    keeps the general tiles. M in 17..64: starting points, not swept."""
+    Sequential groups whose size is a multiple of 128 (the g128 checkpoints): the best of sweeps on an
+    H200 (Llama-3-8B shapes, bf16, CUDA graph replays timed as the GPU test does). M <= 16 (2026-12-03):
+    nibble planes at BLOCK_N 256, 1.39x bf16 geomean at M in {1, 4, 16}; BLOCK_N 128: 1.27x, 64: 0.99x,
+    512: 1.25-1.31x; 2 or 4 stages, 8 warps, the transposed kernel: slower. M > 16 (2026-12-04): the
+    transposed kernel, split as choose_split_k says; at M = 128, BLOCK_M x BLOCK_N 128 x 64 with 4 warps
+    0.82x geomean, 128 x 128 with 8 warps 0.75x, 64 x 64 0.66x; _w4a16_kernel at its best 0.41x (a
+    dequantized tile stored to shared memory for the MMA, a rescale after every dot). M > 128: 0.6x.
+    Any other layout dequantizes per row of the K tile, whose zero and scale tiles do not fit the H200's
+    shared memory at 16 x 128 x 128 with 3 stages (286,720 bytes of 232,448): it keeps general tiles."""
     tuned = group_size > 0 and group_size % 128 == 0
     if m <= 16:  # decode: a GEMV in disguise, bound by streaming qweight
         if tuned:
             return {"block_m": 16, "block_n": 256, "block_k": 128, "num_warps": 4, "num_stages": 3}
         return {"block_m": 16, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
+    if tuned:  # the transposed kernel; BLOCK_M is the MMA's N, so M = 17 ... 32 takes a 32-row tile
+        bm = 32 if m <= 32 else 64 if m <= 64 else 128
+        bn, warps = (64, 4) if m <= 128 else (128, 8)
+        return {"block_m": bm, "block_n": bn, "block_k": 128, "num_warps": warps, "num_stages": 3, "swapped": True}
     if m <= 32:
         return {"block_m": 32, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
     if m <= 64:
         return {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 4, "num_stages": 4}
-    if tuned:  # prefill
-        return {"block_m": 64, "block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 3, "planes": False}
     return {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3}
 
 
@@ -147,17 +180,28 @@ def _num_sms(device: torch.device) -> int:
     return H200_NUM_SMS
 
 
-def choose_split_k(m: int, n: int, k: int, block_m: int, block_n: int, block_k: int, num_sms: int) -> int:
-    """Splits of K so that small-M launches fill the GPU (about two waves of programs).
+def programs_per_sm(block_m: int, block_n: int, block_k: int, num_stages: int) -> int:
+    """Programs of a launch an SM holds at once, by shared memory: num_stages buffers of an A tile
+    (BLOCK_M x BLOCK_K, 16-bit) and a packed weight tile (BLOCK_K/8 x BLOCK_N words) each, at least 1."""
+    per_program = num_stages * (block_m * block_k * 2 + block_k // 8 * block_n * 4)
+    return max(1, SMEM_PER_SM // per_program)
 
-    M > 64 already has enough output tiles: 1. Otherwise cdiv(2 * num_sms, output tiles), but each
-    split keeps at least 4 K tiles (for the software pipeline) and there are at most MAX_SPLIT_K."""
-    raise NotImplementedError("p3.26: choose_split_k")
+
+def choose_split_k(m: int, n: int, k: int, block_m: int, block_n: int, block_k: int, num_sms: int,
+                   per_sm: int = 2) -> int:
+    """Splits of K so that a launch fills the GPU in one round: every program resident at once.
+
+    num_sms * per_sm programs run at once (per_sm: programs_per_sm of the tiles); the output has
+    cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) tiles, so (num_sms * per_sm) // tiles splits, but at least 1,
+    each split keeping at least 4 K tiles (for the software pipeline), and at most MAX_SPLIT_K. A split
+    more than fits starts a second round that runs nearly empty (on an H200 at M = 128: 3 splits of
+    96 tiles, 288 programs where 264 fit, ran 0.59x of bf16 where 2 splits ran 0.71x)."""
+    raise NotImplementedError("p3.28: choose_split_k")
 
 
 def _check_inputs(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_idx: Tensor) -> None:
     """Shapes, dtypes, layouts and devices of w4a16_matmul's tensors; ValueError naming the problem."""
-    raise NotImplementedError("p3.27: _check_inputs")
+    raise NotImplementedError("p3.29: _check_inputs")
 
 
 def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_idx: Tensor, *,
@@ -192,4 +236,9 @@ def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_i
     out = torch.empty((m, n), dtype=a.dtype, device=a.device)
     if m == 0:
         return out
-    raise NotImplementedError("p3.28: w4a16_matmul")
+    raise NotImplementedError("p3.30: w4a16_matmul")
+
+
+def _reduce_splits(c: Tensor, out: Tensor, split_k: int, emulate_bf16: bool) -> Tensor:
+    """out = the sum of the workspace c (split_k, M, N) over its splits (c is out itself when split_k = 1)."""
+    raise NotImplementedError("p3.31: _reduce_splits")

@@ -15,6 +15,9 @@ Kernels:
                        (one group per K tile, BLOCK_K >= 128): nibble planes, see _planes.
                        SPLIT_K = 1 stores C in A's dtype; SPLIT_K > 1 stores fp32 partial sums to a
                        workspace (SPLIT_K, M, N).
+    _w4a16_swapped_kernel  M > 16 with sequential groups a multiple of BLOCK_K: the transposed product
+                       C^T (N, M) = W (N, K) @ A^T (K, M), the dequantized W tile in registers as the
+                       MMA's first operand, its scale folded in, every dot on one accumulator.
     _splitk_reduce_kernel  sums the workspace over s = 0..SPLIT_K-1 in that fixed order and casts.
 No atomics anywhere: the result is bitwise reproducible run to run (for a fixed configuration).
 """
@@ -30,6 +33,7 @@ from torch import Tensor
 
 H200_NUM_SMS = 132  # used to pick split_k when no CUDA device is visible (e.g. CPU interpreter)
 MAX_SPLIT_K = 16
+SMEM_PER_SM = 233_472  # bytes of shared memory per SM on Hopper (228 KiB)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,6 +94,16 @@ def _split8(a, BLOCK_M: tl.constexpr, BKW: tl.constexpr):
     p1, p5 = tl.split(x10)
     p3, p7 = tl.split(x11)
     return p0, p1, p2, p3, p4, p5, p6, p7
+    # END SOLUTION
+
+
+@triton.jit
+def _join8(p0, p1, p2, p3, p4, p5, p6, p7, R: tl.constexpr, C: tl.constexpr):
+    """8 planes (R, C) -> one tile (R, 8 * C) whose column 8j + t is plane t's column j (_split8 undone)."""
+    # BEGIN SOLUTION
+    even = tl.join(tl.join(p0, p4), tl.join(p2, p6))  # (R, C, 2, 2): [.., bit 2, bit 1] of t
+    odd = tl.join(tl.join(p1, p5), tl.join(p3, p7))
+    return tl.reshape(tl.join(even, odd), (R, 8 * C))  # last axis bit 0: t = 4 b2 + 2 b1 + b0
     # END SOLUTION
 
 
@@ -209,6 +223,64 @@ def _w4a16_kernel(
 
 
 @triton.jit
+def _w4a16_swapped_kernel(
+    A, QW, QZ, SC, C,
+    M, N, K, K_PER_SPLIT,  # K_PER_SPLIT: input channels per split, a multiple of BLOCK_K
+    stride_am, stride_ak, stride_qk, stride_qn, stride_zg, stride_zn, stride_sg, stride_sn,
+    stride_cs, stride_cm, stride_cn,  # C: (M, N) output, or (SPLIT_K, M, N) fp32 workspace
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_SIZE: tl.constexpr,  # g_idx[k] == k // GROUP_SIZE, GROUP_SIZE a multiple of BLOCK_K
+    EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16
+    PTX: tl.constexpr,  # _planes_asm's text on the GPU, "" under the interpreter
+):
+    """Program (tile_n, tile_m, split): the (BLOCK_N, BLOCK_M) tile of C^T = W @ A^T over its K range.
+
+    Why transposed: Hopper's MMA (wgmma) takes its first operand from registers and only its second from
+    shared memory, so a W tile dequantized in registers feeds it as the first operand directly; as the
+    second it would be written to shared memory every K step first. Why the scale is folded into W (one
+    fma per weight, exact in fp32 before the single rounding to A's dtype): a dot whose fp32 result is
+    rescaled must finish before the next starts, while dots accumulating into one tile overlap the next
+    tile's unpack. Both together took M = 128 from 0.41x to about 0.8x of bf16 on an H200."""
+    # BEGIN SOLUTION
+    pid_n, pid_m, split = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_mask, n_mask = offs_m < M, offs_n < N
+    offs_m64 = offs_m.to(tl.int64)
+    z_shift = (offs_n % 8) * 4
+    DT: tl.constexpr = tl.float32 if EMULATE_BF16 else A.dtype.element_ty
+    MAGIC: tl.constexpr = 128 if A.dtype.element_ty == tl.bfloat16 else 1024
+    acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+    k_begin = split * K_PER_SPLIT
+    for k0 in range(k_begin, tl.minimum(k_begin + K_PER_SPLIT, K), BLOCK_K):
+        offs_k = k0 + tl.arange(0, BLOCK_K)
+        at = tl.load(A + offs_k[:, None] * stride_ak + offs_m64[None, :] * stride_am,
+                     mask=(offs_k < K)[:, None] & m_mask[None, :], other=0.0)  # (BLOCK_K, BLOCK_M)
+        offs_kw = k0 // 8 + tl.arange(0, BLOCK_K // 8)
+        words = tl.load(QW + offs_kw[:, None] * stride_qk + offs_n[None, :] * stride_qn,
+                        mask=(offs_kw < K // 8)[:, None] & n_mask[None, :], other=0)  # (BLOCK_K/8, BLOCK_N)
+        g = k0 // GROUP_SIZE
+        zw = tl.load(QZ + g * stride_zg + (offs_n // 8) * stride_zn, mask=n_mask, other=0)
+        scale = tl.load(SC + g * stride_sg + offs_n * stride_sn, mask=n_mask, other=0.0).to(tl.float32)
+        # W = (MAGIC + code) * s - (MAGIC + zero) * s: both products are exact in fp32, so is their
+        # difference, and the fma rounds once, to the value a dequantize-then-round would give.
+        bias = -(((zw >> z_shift) & 0xF) + 1 + MAGIC).to(tl.float32) * scale  # (BLOCK_N,)
+        q = _planes(tl.trans(words), DT, MAGIC, PTX)  # 8 x (BLOCK_N, BLOCK_K/8)
+        q = _join8(q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], BLOCK_N, BLOCK_K // 8)  # (BLOCK_N, BLOCK_K)
+        w = tl.fma(q.to(tl.float32), scale[:, None], bias[:, None])
+        if EMULATE_BF16:
+            acc = tl.dot(_round_bf16(w), at.to(tl.float32), acc)
+        else:
+            acc = tl.dot(w.to(DT), at, acc)
+    if EMULATE_BF16:  # noqa: SIM102 (constexpr branches, kept apart for Triton)
+        if C.dtype.element_ty == tl.bfloat16:
+            acc = _round_bf16(acc)
+    c_ptrs = C + split.to(tl.int64) * stride_cs + offs_m64[None, :] * stride_cm + offs_n[:, None] * stride_cn
+    tl.store(c_ptrs, acc.to(C.dtype.element_ty), mask=m_mask[None, :] & n_mask[:, None])
+    # END SOLUTION
+
+
+@triton.jit
 def _splitk_reduce_kernel(
     WS, Out, MN,  # WS: contiguous fp32 (SPLIT_K, M, N); Out: contiguous (M, N); MN = M * N
     SPLIT_K: tl.constexpr, BLOCK: tl.constexpr,
@@ -238,29 +310,30 @@ def _is_pow2(x: int) -> bool:
 
 def default_config(m: int, group_size: int = 0) -> dict:
     """Tile sizes and launch parameters by M and the group layout ("planes": False keeps a BLOCK_K >= 128
-    fast-path tile on the reshape unpack instead of the nibble planes).
+    tile of _w4a16_kernel on the reshape unpack; "swapped": True launches _w4a16_swapped_kernel).
 
-    Sequential groups whose size is a multiple of 128 (the g128 checkpoints), M <= 16 and M > 64: the best
-    of sweeps on an H200 (2026-12-03; Llama-3-8B shapes, bf16, CUDA graph replays timed as the GPU test
-    does). M <= 16, nibble planes at BLOCK_N 256: 1.39x bf16 geomean at M in {1, 4, 16}, 1.15x the slowest
-    case (the reshape unpack at 16 x 128 x 128: 0.94x in the same runs); BLOCK_N 128: 1.27x, 64: 0.99x, 512:
-    1.25-1.31x; 2 or 4 stages, 8 warps, swapped operands (C^T = W^T A^T, the planes in registers on wgmma):
-    slower. M = 128: 0.41x, the reshape unpack at 64 x 64; the planes reach 0.22-0.38x there (splitting A
-    into planes costs more than the unpack saves; swapped operands, A permuted by plane in a pre-pass,
-    split-K 2: no better). Any other layout dequantizes per row of the K tile, whose zero and scale tiles
-    do not fit the H200's shared memory at 16 x 128 x 128 with 3 stages (286,720 bytes of 232,448): it
-    keeps the general tiles. M in 17..64: starting points, not swept."""
+    Sequential groups whose size is a multiple of 128 (the g128 checkpoints): the best of sweeps on an
+    H200 (Llama-3-8B shapes, bf16, CUDA graph replays timed as the GPU test does). M <= 16 (2026-12-03):
+    nibble planes at BLOCK_N 256, 1.39x bf16 geomean at M in {1, 4, 16}; BLOCK_N 128: 1.27x, 64: 0.99x,
+    512: 1.25-1.31x; 2 or 4 stages, 8 warps, the transposed kernel: slower. M > 16 (2026-12-04): the
+    transposed kernel, split as choose_split_k says; at M = 128, BLOCK_M x BLOCK_N 128 x 64 with 4 warps
+    0.82x geomean, 128 x 128 with 8 warps 0.75x, 64 x 64 0.66x; _w4a16_kernel at its best 0.41x (a
+    dequantized tile stored to shared memory for the MMA, a rescale after every dot). M > 128: 0.6x.
+    Any other layout dequantizes per row of the K tile, whose zero and scale tiles do not fit the H200's
+    shared memory at 16 x 128 x 128 with 3 stages (286,720 bytes of 232,448): it keeps general tiles."""
     tuned = group_size > 0 and group_size % 128 == 0
     if m <= 16:  # decode: a GEMV in disguise, bound by streaming qweight
         if tuned:
             return {"block_m": 16, "block_n": 256, "block_k": 128, "num_warps": 4, "num_stages": 3}
         return {"block_m": 16, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
+    if tuned:  # the transposed kernel; BLOCK_M is the MMA's N, so M = 17 ... 32 takes a 32-row tile
+        bm = 32 if m <= 32 else 64 if m <= 64 else 128
+        bn, warps = (64, 4) if m <= 128 else (128, 8)
+        return {"block_m": bm, "block_n": bn, "block_k": 128, "num_warps": warps, "num_stages": 3, "swapped": True}
     if m <= 32:
         return {"block_m": 32, "block_n": 64, "block_k": 128, "num_warps": 4, "num_stages": 4}
     if m <= 64:
         return {"block_m": 64, "block_n": 64, "block_k": 64, "num_warps": 4, "num_stages": 4}
-    if tuned:  # prefill
-        return {"block_m": 64, "block_n": 64, "block_k": 128, "num_warps": 8, "num_stages": 3, "planes": False}
     return {"block_m": 128, "block_n": 128, "block_k": 64, "num_warps": 8, "num_stages": 3}
 
 
@@ -275,17 +348,25 @@ def _num_sms(device: torch.device) -> int:
     return H200_NUM_SMS
 
 
-def choose_split_k(m: int, n: int, k: int, block_m: int, block_n: int, block_k: int, num_sms: int) -> int:
-    """Splits of K so that small-M launches fill the GPU (about two waves of programs).
+def programs_per_sm(block_m: int, block_n: int, block_k: int, num_stages: int) -> int:
+    """Programs of a launch an SM holds at once, by shared memory: num_stages buffers of an A tile
+    (BLOCK_M x BLOCK_K, 16-bit) and a packed weight tile (BLOCK_K/8 x BLOCK_N words) each, at least 1."""
+    per_program = num_stages * (block_m * block_k * 2 + block_k // 8 * block_n * 4)
+    return max(1, SMEM_PER_SM // per_program)
 
-    M > 64 already has enough output tiles: 1. Otherwise cdiv(2 * num_sms, output tiles), but each
-    split keeps at least 4 K tiles (for the software pipeline) and there are at most MAX_SPLIT_K."""
+
+def choose_split_k(m: int, n: int, k: int, block_m: int, block_n: int, block_k: int, num_sms: int,
+                   per_sm: int = 2) -> int:
+    """Splits of K so that a launch fills the GPU in one round: every program resident at once.
+
+    num_sms * per_sm programs run at once (per_sm: programs_per_sm of the tiles); the output has
+    cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) tiles, so (num_sms * per_sm) // tiles splits, but at least 1,
+    each split keeping at least 4 K tiles (for the software pipeline), and at most MAX_SPLIT_K. A split
+    more than fits starts a second round that runs nearly empty (on an H200 at M = 128: 3 splits of
+    96 tiles, 288 programs where 264 fit, ran 0.59x of bf16 where 2 splits ran 0.71x)."""
     # BEGIN SOLUTION
-    if m > 64:
-        return 1
     tiles = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
-    want = triton.cdiv(2 * num_sms, tiles)
-    return max(1, min(want, triton.cdiv(k, block_k) // 4, MAX_SPLIT_K))
+    return max(1, min(num_sms * per_sm // tiles, triton.cdiv(k, block_k) // 4, MAX_SPLIT_K))
     # END SOLUTION
 
 
@@ -354,12 +435,22 @@ def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_i
     # BEGIN SOLUTION
     bm, bn, bk = cfg["block_m"], cfg["block_n"], cfg["block_k"]
     if split_k is None:
-        split_k = choose_split_k(m, n, k, bm, bn, bk, _num_sms(a.device))
+        split_k = choose_split_k(m, n, k, bm, bn, bk, _num_sms(a.device),
+                                 programs_per_sm(bm, bn, bk, cfg["num_stages"]))
     k_per_split = triton.cdiv(triton.cdiv(k, bk), split_k) * bk  # whole K tiles: none straddles splits
     c = out if split_k == 1 else torch.empty((split_k, m, n), dtype=torch.float32, device=a.device)
     stride_cs = 0 if split_k == 1 else c.stride(0)
     # The interpreter's tl.dot multiplies bf16 as raw bits and truncates casts: emulate in fp32.
     emulate_bf16 = _interpreting() and a.dtype == torch.bfloat16
+    ptx = "" if _interpreting() else _planes_asm(0x43004300 if a.dtype == torch.bfloat16 else 0x64006400)
+    if cfg.get("swapped", False) and group_size > 0 and group_size % bk == 0:
+        _w4a16_swapped_kernel[(triton.cdiv(n, bn), triton.cdiv(m, bm), split_k)](
+            a, qweight, qzeros, scales, c, m, n, k, k_per_split,
+            a.stride(0), a.stride(1), qweight.stride(0), qweight.stride(1),
+            qzeros.stride(0), qzeros.stride(1), scales.stride(0), scales.stride(1),
+            stride_cs, c.stride(-2), c.stride(-1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_SIZE=group_size,
+            EMULATE_BF16=emulate_bf16, PTX=ptx, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
+        return _reduce_splits(c, out, split_k, emulate_bf16)
     planes = cfg.get("planes", True) and group_size > 0 and group_size % bk == 0 and bk >= 128  # >= 16 deep
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), split_k)
     _w4a16_kernel[grid](
@@ -370,12 +461,18 @@ def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_i
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
         GROUP_SIZE=group_size, SCALE_AFTER_DOT=group_size > 0 and group_size % bk == 0,
         EMULATE_BF16=emulate_bf16, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"],
-        PLANES=planes,
-        PTX="" if _interpreting() or not planes else _planes_asm(0x43004300 if a.dtype == torch.bfloat16 else 0x64006400),
+        PLANES=planes, PTX=ptx if planes else "",
     )
+    return _reduce_splits(c, out, split_k, emulate_bf16)
+    # END SOLUTION
+
+
+def _reduce_splits(c: Tensor, out: Tensor, split_k: int, emulate_bf16: bool) -> Tensor:
+    """out = the sum of the workspace c (split_k, M, N) over its splits (c is out itself when split_k = 1)."""
+    # BEGIN SOLUTION
     if split_k > 1:
-        block = 1024
-        _splitk_reduce_kernel[(triton.cdiv(m * n, block),)](c, out, m * n, SPLIT_K=split_k, BLOCK=block,
-                                                             EMULATE_BF16=emulate_bf16, num_warps=4)
+        block, mn = 1024, out.numel()
+        _splitk_reduce_kernel[(triton.cdiv(mn, block),)](c, out, mn, SPLIT_K=split_k, BLOCK=block,
+                                                         EMULATE_BF16=emulate_bf16, num_warps=4)
     return out
     # END SOLUTION

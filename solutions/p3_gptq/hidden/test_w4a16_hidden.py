@@ -69,14 +69,33 @@ def test_zero_rows(oracles, device):
 
 
 @pytest.mark.kernels()
-def test_choose_split_k_fills_the_gpu_for_decode_only():
-    assert choose_split_k(1, 4096, 4096, 16, 64, 128, 132) == 5  # 64 tiles: cdiv(264, 64)
-    assert choose_split_k(16, 4096, 4096, 16, 64, 128, 132) == 5
-    assert choose_split_k(256, 4096, 4096, 128, 128, 64, 132) == 1  # prefill: enough tiles
-    assert choose_split_k(64, 4096, 4096, 64, 64, 64, 132) == 5  # M = 64 still splits: cdiv(264, 64)
-    assert choose_split_k(65, 4096, 4096, 64, 64, 64, 132) == 1
+def test_choose_split_k_fills_one_round_of_resident_programs():
+    assert choose_split_k(1, 4096, 4096, 16, 64, 128, 132) == 4  # 64 tiles, 264 resident: 264 // 64
+    assert choose_split_k(16, 4096, 4096, 16, 64, 128, 132, 3) == 6  # 396 resident
+    assert choose_split_k(128, 6144, 4096, 128, 64, 128, 132) == 2  # 96 tiles: 3 splits would not fit
+    assert choose_split_k(256, 4096, 4096, 128, 128, 128, 132, 1) == 2  # 64 tiles, 132 resident
+    assert choose_split_k(256, 4096, 4096, 128, 128, 128, 132, 2) == 4
+    assert choose_split_k(256, 28672, 4096, 128, 128, 128, 132) == 1  # 448 tiles: more than fit
     assert choose_split_k(1, 64, 256, 16, 64, 128, 132) == 1  # 2 K tiles: too few to split
     assert choose_split_k(1, 8, 1 << 20, 16, 64, 128, 132) == 16  # capped
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("m,k,opts", [
+    (40, 640, {"split_k": 3}),  # uneven splits of 5 K tiles
+    (70, 640, {"block_m": 64, "block_n": 32, "split_k": 1}),  # two row tiles, the last partial
+    (33, 640, {}),  # just past the 32-row tile: the launcher's own choice
+    (48, 576, {"split_k": 2}),  # 4.5 groups: the last K tile half past K
+], ids=["m40-s3", "m70-tiles", "m33", "m48-k576"])
+def test_prefill_sizes_on_the_sequential_fast_path(oracles, tol, device, m, k, opts, dtype):
+    check(*run(oracles, device, m, k, 72, 128, False, dtype, seed=27, group_size=128, **opts), tol)
+
+
+def test_prefill_with_strided_activations(oracles, tol, device):
+    t, w = oracles.random_v1(256, 64, 128, False, seed=28)
+    a = torch.randn(256, 48, generator=torch.Generator().manual_seed(29)).half().to(device).T  # (48, 256), stride (1, 48)
+    check(w4a16_matmul(a, *(t[key].to(device) for key in KEYS), group_size=128), a, w, tol)
 
 
 @pytest.mark.kernels()

@@ -36,6 +36,17 @@ def test_matches_the_dequantized_reference(oracles, tol, device, m, act, dtype):
     check(c, a, w, tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("m", [24, 130], ids=["m24", "m130"])
+def test_prefill_sizes_match_the_dequantized_reference(oracles, tol, device, m, dtype):
+    k, n, group = 384, 72, 128  # sequential groups of 128: M > 16 takes the transposed kernel
+    t, w = oracles.random_v1(k, n, group, False, seed=m)
+    a = torch.randn(m, k, generator=torch.Generator().manual_seed(m)).to(dtype)
+    c = w4a16_matmul(a.to(device), *(t[key].to(device) for key in KEYS), group_size=group)
+    assert c.dtype == dtype
+    check(c, a, w, tol)
+
+
 def test_split_k_1_and_4_agree(oracles, tol, device):
     t, w = oracles.random_v1(512, 64, 128, False, seed=5)
     a = torch.randn(3, 512, generator=torch.Generator().manual_seed(6)).half()
