@@ -12,6 +12,13 @@ class Status(str, Enum):
     FAILED = "failed"
     ERROR = "error"
     NOT_GRADED = "not_graded"
+    HELD = "held"  # passed on evidence the submission could write: points wait for an instructor's review
+
+
+class HeldForReview(AssertionError):
+    """Raised in the judge when a test's verdict would rest on the worker's word alone (a timing past
+    what the card can do, a ledger that cannot be trusted): the test is recorded HELD with this
+    reason, its points in no automatic total until an instructor reviews it."""
 
 
 class RecordKind(str, Enum):
