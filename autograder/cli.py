@@ -56,7 +56,7 @@ def list_cmd(course: Course) -> None:
 @click.option("--json", "json_path", type=click.Path(), default=None, help="write Gradescope results.json here")
 @click.option("--junit", type=click.Path(), default=None, help="write JUnit XML here")
 @click.option("--markdown", type=click.Path(), default=None, help="write a Markdown summary here")
-@click.option("--strict", is_flag=True, help="exit 1 unless every graded test passed")
+@click.option("--strict", is_flag=True, help="exit 1 unless every graded test passed (a held test is not a pass)")
 @click.option("-v", "--verbose", is_flag=True, help="print the output of failing public tests")
 @click.pass_obj
 def grade(course: Course, ids: tuple[str, ...], solution: bool, submission: str | None, sandbox: str,
@@ -90,7 +90,7 @@ def grade(course: Course, ids: tuple[str, ...], solution: bool, submission: str 
         console.rule("summary")
         for r in results:
             console.print(report.summary_line(r))
-    if strict and any(t.graded and t.status != "passed" for r in results for t in r.tests):
+    if strict and any((t.graded or t.status == "held") and t.status != "passed" for r in results for t in r.tests):
         sys.exit(1)
 
 

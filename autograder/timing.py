@@ -1,85 +1,161 @@
-"""The course's timer for test authors: warm-up, L2 flush, CUDA events, median of many reps.
+"""The course timer for test authors: warm-up, L2 flush, CUDA events, many reps, rotated inputs.
 
 Perf tests time the student's code and a baseline with the same `measure` in the same run, and
-grade the ratio. On CPU it falls back to `time.perf_counter` (reported, never asserted on in CPU
-tests).
+grade the ratio of `Timing.graded_s` (the mean: the statistic the judge's clock vouches for, see
+autograder/judge/bracket.py). On CPU it falls back to `time.perf_counter` (reported, never
+asserted on in CPU tests).
 
 - In the judge, `measure(f)` of a worker callable (a function of the package, or what an
-  `in_worker` helper returned, e.g. `lambda: flash_attention(q, k, v)`) times it in the worker,
-  bracketed by the judge's clock, and audits one more call there (autograder/judge/bracket.py);
+  `in_worker` helper returned, e.g. `lambda q, k, v: flash_attention(q, k, v)`) times it in the
+  worker, bracketed by the judge's clock, and audits one more call there (autograder/judge/bracket.py);
   `Timing.output` is what that call returned. `measure` of a judge function (the baseline, in
   `oracle()`) times it in the judge.
+- `inputs=[set_0, ..., set_K-1]` (argument tuples, K >= 2 distinct sets): f is called as f(*args)
+  on static buffers; each set in turn is copied into them (outside the timed span) for a run of
+  reps / K consecutive repetitions;
+  `check(k, output)` re-checks, in the judge, the output of the last timed repetition on each set
+  and of the audited call. A stale or wrong output fails the test. `work=Work(flops=, bytes=)`
+  holds a time past what the card can do (autograder/judge/ceilings.py).
 - In the worker (inside an `in_worker` function) with accounting rules, the warm-up and timed
   repetitions record nothing and one more call is the perf audit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from autograder.judge.ceilings import Work
 from autograder.testing import in_the_worker
 from autograder.worker import accounting, timer
 from autograder.worker.timer import L2_FLUSH_BYTES, Timing
 
-__all__ = ["L2_FLUSH_BYTES", "Timing", "copy_bandwidth", "measure"]
+__all__ = ["L2_FLUSH_BYTES", "MIN_SETS", "Timing", "Work", "copy_bandwidth", "measure"]
+
+# Distinct input sets a rotated measurement needs at least. Perf tests use 4: a cache that answers
+# repeated sets saves at most the repetitions after each set's first (reps - K of reps), four
+# checked outputs cost little, and four sets of the largest inputs (P6's backward at N = 4096:
+# 256 MB a set) fit on any card beside the judge's own copies.
+MIN_SETS = 2
+Check = Callable[[int, Any], None]
 
 
 def measure(
-    fn: Callable[[], object],
+    fn: Callable[..., object],
     *,
     warmup: int = 3,
     reps: int = 20,
     flush_l2: bool = True,
     device: object | None = None,
     cuda_graph: bool = False,
+    inputs: Sequence[tuple] | None = None,
+    check: Check | None = None,
+    work: Work | None = None,
 ) -> Timing:
-    """Time `fn()`; on CUDA with events around each call, flushing L2 before each repetition.
+    """Time `fn()` (or `fn(*set)` with `inputs`); on CUDA with events around each call, flushing L2
+    before each repetition.
 
     cuda_graph: capture fn once in a CUDA graph (after the warm-up) and time its replays, as a
     serving engine runs a decode step: the host's launch work (Python, argument checks, the
     Triton launcher) is out of the timing, only the GPU's time is in. For calls of tens of
     microseconds, where launching costs more than the kernel; the audit call stays eager. Ignored
-    on CPU."""
+    on CPU. With inputs, the graph reads the static buffers the sets are copied into.
+
+    inputs, check: see the module's docstring; `check` is required when a worker callable is timed
+    on rotated inputs. work: the work of one call, checked against the card's ceilings."""
     if warmup < 0 or reps < 1:
         raise ValueError(f"measure: warmup={warmup} must be >= 0 and reps={reps} >= 1")
+    sets = _checked_sets(inputs, reps)
     acct = accounting.current()  # set where the submission runs: the worker (or an in-process judge)
     if acct is None and not in_the_worker():
-        return _measure_in_judge(fn, warmup, reps, flush_l2, device, cuda_graph)
+        return _measure_in_judge(fn, warmup, reps, flush_l2, device, cuda_graph, sets, check, work)
     if acct is None or not acct.recording:  # no rules, or the test's oracle is being timed
-        return timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph)
+        return timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph, sets)
     with acct.paused():
-        timing = timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph)
-    acct.audit(fn, cuda=timer.cuda_device(device) is not None)
+        timing = timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph, sets)
+    audited = fn if sets is None else (lambda: fn(*sets[-1]))  # the set of the last repetitions
+    acct.audit(audited, cuda=timer.cuda_device(device) is not None)
     if hits := acct.forbidden_hits():  # no credit can follow: stop the test now, not after its sweep
         raise RuntimeError("perf audit: " + "; ".join(hits))
+    if sets is not None and check is not None:
+        with acct.paused():  # the test's own oracle work, not the submission's ops
+            _check_outputs(timing, sets, check, reps)
     return timing
 
 
-def _measure_in_judge(fn: Callable[[], object], warmup: int, reps: int, flush_l2: bool, device: object | None,
-                      cuda_graph: bool) -> Timing:
-    from autograder.judge import bracket, plugin
+def _checked_sets(inputs: Sequence[tuple] | None, reps: int) -> list[tuple] | None:
+    if inputs is None:
+        return None
+    sets = [tuple(one) if type(one) in (tuple, list) else one for one in inputs]
+    if len(sets) < MIN_SETS or reps < len(sets):
+        raise ValueError(f"measure: inputs needs at least {MIN_SETS} sets and reps >= the number of sets "
+                         f"(got {len(sets)} sets, reps={reps})")
+    timer.check_sets(sets)
+    for i in range(len(sets)):
+        for j in range(i):
+            if _same_values(sets[i], sets[j]):
+                raise ValueError(f"measure: input sets {j} and {i} hold the same values; a cache would answer both")
+    return sets
+
+
+def _same_values(a: tuple, b: tuple) -> bool:
+    import torch
+
+    return all(torch.equal(x, y) if type(x) is torch.Tensor else x == y for x, y in zip(a, b, strict=True))
+
+
+def _check_outputs(timing: Timing, sets: list[tuple], check: Check, reps: int, audited: bool = False) -> None:
+    """check(k, output) on each set's last timed output, the replayed and the audited call's: the
+    failure says a timed repetition returned a wrong result (a stale cached answer, skipped work)."""
+    last = len(sets) - 1  # the set of the last timed repetitions, left in the buffers for the audit
+    cases = [(k, out, f"the last timed repetition on input set {k}") for k, out in enumerate(timing.outputs)]
+    if timing.replayed is not None:
+        cases.append((last, timing.replayed, f"the last graph replay (input set {last})"))
+    if audited:
+        cases.append((last, timing.output, f"the audited call (input set {last})"))
+    for k, out, what in cases:
+        try:
+            check(k, out)
+        except AssertionError as exc:
+            raise AssertionError(f"measure: the output of {what} is wrong, so the time is not credited "
+                                 f"(an answer cached from other inputs, or work skipped while timed): {exc}") from None
+
+
+def _measure_in_judge(fn: Callable[..., object], warmup: int, reps: int, flush_l2: bool, device: object | None,
+                      cuda_graph: bool, sets: list[tuple] | None, check: Check | None, work: Work | None) -> Timing:
+    from autograder.judge import bracket, ceilings, plugin
     from autograder.judge.proxies import BoundMethod, Remote
 
     if isinstance(fn, (Remote, BoundMethod)):
+        if sets is not None and check is None:
+            raise ValueError("measure: timing the submission on rotated inputs needs check=, which re-checks "
+                             "the outputs of timed repetitions against the oracle of each set")
+        def verify(timing: Timing) -> None:  # before the bracket's claim check: the sharper verdicts first
+            if sets is not None and check is not None:
+                _check_outputs(timing, sets, check, reps, audited=True)
+            ceilings.check(work, timing.graded_s, device)
+
         return bracket.measure_remote(fn, warmup=warmup, reps=reps, flush_l2=flush_l2, device=device,
-                                      cuda_graph=cuda_graph)
+                                      cuda_graph=cuda_graph, sets=sets, verify=verify)
     client = plugin.client_if_started()
     before = client.calls if client is not None else 0
-    timing = timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph)
+    timing = timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph, sets)
     if client is not None and client.calls != before:
         raise TypeError("measure: this function calls the submission through the judge (each call a request); "
                         "time a worker callable instead, e.g. what an in_worker helper returns")
+    if sets is not None and check is not None:
+        _check_outputs(timing, sets, check, reps)
     return timing
 
 
 def copy_bandwidth(nbytes: int = 1 << 30, *, device: object | None = None, warmup: int = 3,
                    reps: int = 20) -> float:
     """Copy bandwidth of `dst.copy_(src)` on `nbytes`-byte tensors, in bytes/s read plus written:
-    the same-run ceiling perf tests divide by."""
+    the same-run ceiling perf tests divide by (per `Timing.graded_s`, as the kernels they compare)."""
     import torch
 
     dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
     src = torch.ones(nbytes, dtype=torch.uint8, device=dev)
     dst = torch.empty_like(src)
     timing = measure(lambda: dst.copy_(src), warmup=warmup, reps=reps, device=dev)
-    return 2 * nbytes / timing.median_s
+    return 2 * nbytes / timing.graded_s

@@ -147,8 +147,9 @@ def test_segfault_fails_only_the_crashing_calls_with_the_signal_named(demo_cours
     result, by_name = _grade(demo_course, sub, sandbox)
     _assert_add_tests_earn_nothing(by_name)
     assert "SIGSEGV (segmentation fault)" in by_name["test_add_small_integers"].output
-    assert by_name["test_mean_matches_fsum"].status == "passed"  # ran after the crash point
-    assert by_name["test_mean_of_empty_list_raises_value_error"].status == "passed"
+    # ran (and passed) after the crash point; held, as the tamper scan flags the package's ctypes
+    assert by_name["test_mean_matches_fsum"].status == "held"
+    assert by_name["test_mean_of_empty_list_raises_value_error"].status == "held"
 
 
 @needs_bwrap
@@ -231,7 +232,7 @@ def test_skipping_test_bodies_earns_nothing(demo_course, tmp_path):
     result, by_name = _grade(demo_course, sub, "none")
     _assert_add_tests_earn_nothing(by_name)
     assert "assert 0 == 5" in by_name["test_add_small_integers"].output
-    assert by_name["test_mean_matches_fsum"].status == "passed"
+    assert by_name["test_mean_matches_fsum"].status == "held"  # passed; held, as the package imports pytest
 
 
 def test_writing_a_fake_results_file_earns_nothing(demo_course, tmp_path):
@@ -240,13 +241,18 @@ def test_writing_a_fake_results_file_earns_nothing(demo_course, tmp_path):
         for name in ["tests/test_ops.py::test_add_small_integers", "hidden/test_ops_hidden.py::test_add_speed_ratio_is_recorded"]:
             body = json.dumps({"kind": "test", "nodeid": name, "status": "passed", "reason": "", "output": "",
                                "metrics": {"ops_ratio": 99.0}, "seq": 1}, sort_keys=True)
-            for path in glob.glob(".*.jsonl") + glob.glob("*.jsonl") + [".results.jsonl"]:
-                with open(path, "a") as f:
-                    f.write(json.dumps({"body": body, "mac": "0" * 64}) + "\\n")
+            for path in glob.glob(".*.jsonl") + glob.glob("*.jsonl") + [".results.jsonl", ".judge/results.jsonl"]:
+                try:  # the judge's folder is empty and read-only in the worker's own view
+                    with open(path, "a") as f:
+                        f.write(json.dumps({"body": body, "mac": "0" * 64}) + "\\n")
+                except OSError:
+                    pass
 
         def add(a, b):
             return 0
     """)
     result, by_name = _grade(demo_course, sub, "none")
     _assert_add_tests_earn_nothing(by_name)
-    assert "tampered" in by_name["test_add_small_integers"].reason
+    # where the worker's view cannot be built, the forged record reaches the judge's file and voids it
+    add = by_name["test_add_small_integers"]
+    assert "tampered" in add.reason or "assert 0 == 5" in add.output, (add.reason, add.output[-500:])

@@ -51,8 +51,8 @@ def test_rebinding_the_verdict_and_the_recorder_earns_the_stub_nothing(demo_cour
     """)
     result, _ = _grade(demo_course, sub)
     assert result.score == 0, [(t.test.nodeid, t.status) for t in result.tests]
-    flagged = next(n for n in result.notes if n.startswith("flagged for an instructor's review"))
-    assert "demo/__init__.py:7: imports the grader (autograder.judge.plugin)" in flagged
+    held = next(n for n in result.notes if n.startswith("held for an instructor's review"))
+    assert "demo/__init__.py:7: imports the grader (autograder.judge.plugin)" in held
 
 
 ALWAYS_EQUAL = '''
@@ -75,12 +75,15 @@ torch.testing.assert_close = lambda *a, **k: None
 
 def test_rebinding_comparisons_or_returning_an_always_equal_object_earns_only_the_honest_points(
         demo_course, tmp_path):
+    """The always-equal object fails where the judge compares; the rebindings change the worker's
+    copies only, and the tamper scan holds the honest passes of the package that made them."""
     ops = ALWAYS_EQUAL + "def add(a, b):\n    return a + b\n\ndef mean(xs):\n    return AlwaysEqual()\n"
-    honest, _ = _grade(demo_course, _submission(tmp_path / "honest", demo_course, ops))
+    _, honest_by_name = _grade(demo_course, _submission(tmp_path / "honest", demo_course, ops))
     forged, by_name = _grade(demo_course, _submission(tmp_path / "forged", demo_course, ops, REBIND_COMPARISONS))
-    assert forged.score == honest.score
+    assert honest_by_name["test_add_small_integers"].status == "passed" and forged.score == 0
     assert by_name["test_mean_matches_fsum"].status == "failed"
-    assert by_name["test_add_small_integers"].status == "passed"
+    assert by_name["test_add_small_integers"].status == "held"  # honest, but its package rebinds pytest.approx
+    assert "rebinds a library's attribute (pytest.approx)" in by_name["test_add_small_integers"].reason
 
 
 def test_raising_interrupts_and_pytest_outcomes_fails_those_tests_only(demo_course, tmp_path):
@@ -95,7 +98,10 @@ def test_raising_interrupts_and_pytest_outcomes_fails_those_tests_only(demo_cour
     """) + MEAN)
     result, by_name = _grade(demo_course, sub)
     assert {by_name[n].status for n in ADD_TESTS} == {"failed"}
-    assert result.score == MEAN_POINTS
+    # the mean tests ran and passed; the package imports pytest, so the scan holds them (no points)
+    mean_tests = [t for t in result.tests if "mean" in t.test.nodeid]
+    assert {t.status for t in mean_tests} == {"held"} and sum(t.test.points for t in mean_tests) == MEAN_POINTS
+    assert result.score == 0
     assert "KeyboardInterrupt" in by_name["test_add_small_integers"].output
 
 

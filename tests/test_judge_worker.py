@@ -107,14 +107,20 @@ def test_the_course_timer_times_the_worker_under_the_judges_clock(worker_of):
     assert 0.004 <= timing.median_s < 0.05 and timing.output == 7
 
 
-def test_a_timer_rebound_to_halve_its_readings_is_rejected(worker_of):
+def test_a_timer_rebound_to_halve_its_readings_is_put_back_or_rejected(worker_of):
+    """The worker puts its pinned timer back before every request (autograder/worker/trust.py); were
+    the halved readings to reach the judge, its bracket would reject them. Either way: no faster time."""
     from autograder.timing import measure
 
     worker_of(HALVING_TIMER)
     import slowpkg
 
-    with pytest.raises(bracket.TimingRejected, match="tampered"):
-        measure(slowpkg.work, warmup=1, reps=10)
+    try:
+        timing = measure(slowpkg.work, warmup=1, reps=10)
+    except bracket.TimingRejected as exc:
+        assert "tampered" in str(exc)
+    else:
+        assert timing.median_s >= 0.004, f"a 4 ms call timed at {timing.median_s * 1e3:.2f} ms"
 
 
 def test_an_always_equal_object_answers_no_assertion(worker_of):

@@ -27,11 +27,17 @@ def test_docker_container_isolates_network_memory_and_pids_and_passes_gpus():
     assert ranks["mem_limit"] == "10240m" and ranks["memswap_limit"] == "10240m" and ranks["pids_limit"] == 5120
 
 
-def test_bwrap_command_hides_the_repo_and_binds_only_the_workdir_writable():
-    argv = BwrapBackend().command(_request())
+def test_bwrap_command_binds_only_what_a_grading_needs_and_only_the_workdir_writable():
+    grader = Path(__file__).resolve().parents[1] / "autograder"
+    argv = BwrapBackend().command(_request(expose=(grader,), hide=(grader.parent,)))
     joined = " ".join(argv)
-    assert "--tmpfs /work/repo" in joined and "--bind /tmp/ag/run0 /tmp/ag/run0" in joined
-    assert joined.index("--tmpfs /work/repo") < joined.index("--bind /tmp/ag/run0")
+    binds = [argv[i + 1] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind", "--dev-bind")]
+    assert "/" not in binds and "/etc" not in binds and "/home" not in binds, binds  # never the whole host
+    assert f"--ro-bind {grader} {grader}" in joined and f"--ro-bind {sys.prefix} {sys.prefix}" in joined
+    assert "--ro-bind /usr /usr" in joined and "--ro-bind /etc/ld.so.cache /etc/ld.so.cache" in joined
+    assert [b for b in binds if b not in ("/dev",) and not b.startswith(("/usr", "/etc/", str(grader), "/tmp/ag/run0"))
+            and not any(Path(b) == Path(p).resolve() for p in (sys.prefix, sys.base_prefix))] == []
+    assert joined.index(f"--ro-bind {grader}") < joined.index("--bind /tmp/ag/run0 /tmp/ag/run0")
     assert "--dev /dev" in joined and "--dev-bind" not in joined  # no device access without a GPU
     assert "--dev-bind /dev /dev" in " ".join(BwrapBackend().command(_request(gpu=True)))
 

@@ -101,3 +101,40 @@ def test_only_plain_tensors_are_copied_from_a_replay():
     copied = copy_of((x, [x, LooksLikeATensor()]))
     assert torch.equal(copied[0], x) and copied[0].data_ptr() != x.data_ptr()
     assert torch.equal(copied[1][0], x) and copied[1][1] is None
+
+
+@cuda
+def test_graph_replays_on_rotated_inputs_are_each_rechecked():
+    """The graph reads the static buffers: each set copied in is what the next replays compute on."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    sets = [(torch.randn(4096, device="cuda", generator=g),) for _ in range(4)]
+    seen = []
+
+    def check(k, out):
+        seen.append(k)
+        assert torch.equal(out, sets[k][0] * 2), f"input set {k}: not 2x its input"
+
+    timing = measure(lambda x: x * 2, reps=8, flush_l2=False, cuda_graph=True, inputs=sets, check=check)
+    assert seen[:4] == [0, 1, 2, 3] and len(timing.outputs) == 4
+
+
+@cuda
+def test_a_capture_that_records_a_copy_of_a_precomputed_answer_fails_on_the_next_set():
+    """A call that sees it is being captured and records a copy of the answer it computed for the
+    first set: the replays on sets 1-3 return set 0's answer."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    sets = [(torch.randn(4096, device="cuda", generator=g),) for _ in range(4)]
+    answer = sets[0][0] * 2
+
+    def cheat(x):
+        return answer.clone() if torch.cuda.is_current_stream_capturing() else x * 2
+
+    def check(k, out):
+        assert torch.equal(out, sets[k][0] * 2), f"input set {k}: not 2x its input"
+
+    with pytest.raises(AssertionError, match="input set 1 is wrong"):
+        measure(cheat, reps=8, flush_l2=False, cuda_graph=True, inputs=sets, check=check)

@@ -21,6 +21,7 @@ from autograder.authoring.stubs import leaked_solutions, stale_paths
 from autograder.host.errors import GraderError
 from autograder.host.grade import grade_assignment
 from autograder.host.repo import Course
+from autograder.host.results import HELD
 
 Say = Callable[[str], None]
 
@@ -112,7 +113,8 @@ def _unused_tolerances(course: Course, aid: str) -> list[str]:
 
 def check_reference(course: Course, aid: str, sandbox: str, hardware: str | None = None) -> list[str]:
     result = grade_assignment(course=course, assignment_id=aid, solution=True, sandbox=sandbox, hardware=hardware)
-    bad = [t for t in result.tests if t.graded and t.score < t.test.points - 1e-9]
+    # a held test is not earned: the reference must pass outright
+    bad = [t for t in result.tests if (t.graded or t.status == HELD) and t.score < t.test.points - 1e-9]
     if result.max_score == 0:
         return [f"{aid}: the reference earned no gradable point on {result.hardware}"]
     return [f"{aid}: reference loses points on {t.test.nodeid}: {(t.reason or t.output or t.status)[-600:]}"

@@ -2,7 +2,8 @@
 
 - `grades.csv`: one row per student, the final score (automatic points plus the instructor's
   written-answer points, less the late penalty) first; a submission that could not be graded has
-  no score and says why; points still awaiting an instructor are a column of their own.
+  no score and says why; points still awaiting an instructor are a column of their own, and so
+  are the points of tests held for an instructor's review (the tamper scan or the judge held them).
 - `students/<student>.json` (results with the instructor's points and the lateness applied, in the
   form Gradescope shows) and `students/<student>.md` (what to tell the student).
 - `report.md` and `report.png`: the score histogram and each test's pass rate, the tests the class
@@ -23,11 +24,11 @@ from autograder.classroom.discover import safe_name
 from autograder.classroom.gradebook import GRADED, Gradebook, Outcome
 from autograder.host import atomic
 from autograder.host.report import upload_form
-from autograder.host.results import MANUAL, NOT_GRADED, PASSED
+from autograder.host.results import HELD, MANUAL, NOT_GRADED, PASSED
 from autograder.host.written import record_manual
 
 CSV_COLUMNS = ("student", "assignment", "score", "max_score", "status", "auto_score", "manual_points",
-               "pending_points", "late_days", "penalty", "submitted_at", "graded_at", "note",
+               "pending_points", "held_points", "late_days", "penalty", "submitted_at", "graded_at", "note",
                "submission_hash", "grader_version")
 
 
@@ -50,6 +51,11 @@ class StudentGrade:
         return self.row["max_score"] + sum(o.points for o in self.outcomes if o.status == MANUAL)
 
     @property
+    def held_points(self) -> float:
+        """Points of tests held for an instructor's review: in no total until reviewed."""
+        return sum(o.points for o in self.outcomes if o.status == HELD)
+
+    @property
     def score(self) -> float:
         return round((self.row["score"] + self.manual_points) * (1 - self.row["penalty"]), 4)
 
@@ -57,7 +63,10 @@ class StudentGrade:
     def status(self) -> str:
         if not self.graded:
             return self.row["status"]
-        return f"pending manual grading ({self.pending_points:g} points)" if self.pending_points else GRADED
+        waiting = [f"pending manual grading ({self.pending_points:g} points)"] if self.pending_points else []
+        if self.held_points:
+            waiting.append(f"held for review ({self.held_points:g} points)")
+        return "; ".join(waiting) or GRADED
 
 
 def student_grades(book: Gradebook, assignment_id: str) -> list[StudentGrade]:
@@ -81,7 +90,7 @@ def lms_csv(grades: list[StudentGrade]) -> str:
         graded = g.graded
         writer.writerow([r["student"], r["assignment"], f"{g.score:g}" if graded else "",
                          f"{g.max_score:g}" if graded else "", g.status, f"{r['score']:g}" if graded else "",
-                         f"{g.manual_points:g}", f"{g.pending_points:g}", r["late_days"], f"{r['penalty']:g}",
+                         f"{g.manual_points:g}", f"{g.pending_points:g}", f"{g.held_points:g}", r["late_days"], f"{r['penalty']:g}",
                          r["submitted_at"] or "", r["graded_at"], "; ".join(filter(None, [r["note"], r["late_note"]])),
                          r["submission_hash"], r["grader_version"]])
     return buf.getvalue()
@@ -93,7 +102,7 @@ def pass_rates(grades: list[StudentGrade]) -> list[tuple[str, float, int, int, f
     points: dict[str, float] = {}
     for g in grades:
         for o in g.outcomes:
-            if o.status in (NOT_GRADED, MANUAL) or o.nodeid.endswith("::written"):
+            if o.status in (NOT_GRADED, MANUAL, HELD) or o.nodeid.endswith("::written"):
                 continue
             counts = tally.setdefault(o.nodeid, [0, 0])
             counts[0] += o.status == PASSED
@@ -117,6 +126,10 @@ def class_markdown(assignment_id: str, grades: list[StudentGrade]) -> str:
     if pending:
         lines.append(f"{len(pending)} with written answers pending an instructor's grading: "
                      + ", ".join(g.row["student"] for g in pending))
+    held = [g for g in graded if g.held_points]
+    if held:
+        lines.append(f"{len(held)} with tests held for an instructor's review (no points counted): "
+                     + ", ".join(g.row["student"] for g in held))
     problems = [g for g in grades if not g.graded]
     if problems:
         lines += ["", "## Not graded", ""]
@@ -182,6 +195,8 @@ def _student_markdown(g: StudentGrade) -> str:
         lines.append(f"- {elsewhere} test(s) need other hardware: not graded here, in no total")
     if g.pending_points:
         lines.append(f"- {g.pending_points:g} points of written answers are pending an instructor's grading")
+    if g.held_points:
+        lines.append(f"- {g.held_points:g} points of tests are held for an instructor's review; no points counted")
     missed = [o for o in g.outcomes if o.status not in (PASSED, NOT_GRADED, MANUAL)]
     if missed:
         lines += ["", "| test | status | points |", "|---|---|---|"]

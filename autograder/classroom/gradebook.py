@@ -6,7 +6,9 @@ interrupted or crashed leaves no row, and a rerun grades exactly the submissions
 For each (student, assignment) one row is `current`: the latest submission seen. Rows that are not
 grades (a broken archive, an ambiguous layout, no package) have a status saying so and no score.
 Points an instructor gives for a written answer are kept apart (`manual_points`), keyed on the
-submission they were given for; until then those points are pending.
+submission they were given for; until then those points are pending. Each outcome keeps its test's
+status: a `held` test (the judge or the tamper scan held it for an instructor's review) earned
+nothing and is in no automatic total, like a pending answer; `held_outcomes` lists them.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from autograder.host.results import MANUAL
+from autograder.host.results import HELD, MANUAL
 
 GRADED = "graded"
 SCHEMA_VERSION = "1"
@@ -192,6 +194,10 @@ class Gradebook:
         rows = self.db.execute("SELECT nodeid, status, score, points FROM outcomes WHERE grade_id=? ORDER BY nodeid",
                                (grade_id,)).fetchall()
         return [Outcome(*r) for r in rows]
+
+    def held_outcomes(self, grade_id: int) -> list[Outcome]:
+        """The tests of a grade held for an instructor's review (no points counted)."""
+        return [o for o in self.outcomes(grade_id) if o.status == HELD]
 
     def manual(self, row: sqlite3.Row) -> dict[str, sqlite3.Row]:
         """Question -> the instructor's points for the submission of `row`."""

@@ -20,11 +20,11 @@ from pathlib import Path
 from autograder.host.attachments import from_record
 from autograder.host.course_files import counts
 from autograder.host.errors import GraderError
-from autograder.host.results import ERROR, FAILED, NOT_GRADED, PASSED, ExpectedTest, TestResult
+from autograder.host.results import ERROR, FAILED, HELD, NOT_GRADED, PASSED, ExpectedTest, TestResult
 from autograder.protocol.messages import RecordKind
 from autograder.sandbox import RunResult
 
-STATUSES = {PASSED, FAILED, ERROR, NOT_GRADED}
+STATUSES = {PASSED, FAILED, ERROR, NOT_GRADED, HELD}  # HELD: the judge's HeldForReview (no points)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from autograder.host.probe import IMPORT_TIMEOUT_S, ImportProbe, hang_reason, pr
 from autograder.host.progress import Progress, Tally
 from autograder.host.repo import Course
 from autograder.host.results import ERROR, FAILED, AssignmentResult, ExpectedTest, TestResult
-from autograder.host.scan import array_library_imports, scan_package
+from autograder.host.scan import array_library_imports, hold_flagged, scan_package
 from autograder.host.score import score_all
 from autograder.host.spec import AssignmentSpec
 from autograder.host.stage import (
@@ -34,10 +34,12 @@ from autograder.host.stage import (
 )
 from autograder.host.written import grade_written
 from autograder.protocol.attachments import ATTACHMENTS_DIR, OPT_ATTACHMENTS
+from autograder.protocol.messages import OPT_WORKER_HIDES
 from autograder.sandbox import Backend, RunRequest, select_backend
 
 GRADER_ROOT = Path(__file__).resolve().parents[2]  # the checkout holding autograder/
-RESULTS_FILE = ".results.jsonl"
+JUDGE_DIR = ".judge"  # the judge's records: covered in the worker's own view
+RESULTS_FILE = f"{JUDGE_DIR}/results.jsonl"
 STALL_MARGIN_S = 20.0  # a batch run may go this long past a test's timeout without a new record
 
 
@@ -111,18 +113,20 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
                     test_files=[Path(f) for f in test_files])
     key = secrets.token_bytes(32)
     results_file = workdir / RESULTS_FILE
+    results_file.parent.mkdir()
+    attachments = workdir / ATTACHMENTS_DIR  # the worker may reach these: the host keeps only bytes whose hash is signed
     argv = [sys.executable, "-m", "pytest", *test_files, "-p", "autograder.judge.plugin",
             "--ag-results", str(results_file), "--ag-package", spec.package,
             "--ag-given", ",".join(spec.packages[1:]),
             "--ag-forbid", ",".join(spec.limits.forbidden), "--ag-accounting", json.dumps(spec.accounting.to_json()),
-            OPT_ATTACHMENTS, str(workdir / ATTACHMENTS_DIR),
+            OPT_ATTACHMENTS, str(attachments), OPT_WORKER_HIDES, _worker_hides(workdir, test_files),
             "-p", "no:cacheprovider",
             "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
             "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}",
             *(["--maxfail=1"] if job.first_failure else [])]
     # The master tests and support files stay read-only: the worker starts while the judge is still
     # collecting, and must not rewrite a test before the judge imports it.
-    read_only = tuple(p for p in workdir.iterdir() if p.name not in (*spec.packages, "home", "tmp", RESULTS_FILE))
+    read_only = tuple(p for p in workdir.iterdir() if p.name not in (*spec.packages, "home", "tmp", JUDGE_DIR))
     ranks = max((t.world_size for t in job.expected if t.file in test_files and t.world_size > 1), default=0)
     request = job.request(argv, workdir, spec.limits.file_timeout_s * len(test_files),
                           secret=key, secret_flag="--ag-key-fd",  # the backend says where the judge reads it
@@ -151,14 +155,34 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
         if batch and any(t.nodeid not in reported.tests for t in expected):
             per_file[test_file] = []  # incomplete: the caller reruns this file on its own
     for tests in per_file.values():  # what the judge attached, read before the work dir is removed
-        notes += verify_attachments(tests, workdir / ATTACHMENTS_DIR)
+        notes += verify_attachments(tests, attachments)
     return per_file, notes
 
 
+def _worker_hides(workdir: Path, test_files: list[str]) -> str:
+    """What the worker's own mount view covers (comma-separated): the folders of this run's test
+    files and the judge's folder. The worker keeps the package, the master conftest and the data."""
+    folders = sorted({str(workdir / Path(f).parts[0]) for f in test_files if len(Path(f).parts) > 1})
+    return ",".join([*folders, str(workdir / JUDGE_DIR)])
+
+
 def _groups(files: list[str], workers: int) -> list[list[str]]:
-    """Files dealt round-robin into at most `workers` batches; a file whose name repeats one already
-    in the batches (tests/test_x.py and hidden/test_x.py) runs on its own, as pytest would refuse
-    to import both test modules into one process."""
+    """Batches of test files: public and hidden files never share one (a hidden file's text must
+    not reach a run whose output is shown at once), and together they take at most `workers`
+    batches where there are that many (one each otherwise), so the number of sandboxed runs stays
+    what it was. A file whose name repeats one already in its batches (tests/test_x.py and
+    hidden/test_x.py) runs on its own, as pytest would refuse to import both into one process."""
+    public = [f for f in files if not f.startswith("hidden/")]
+    hidden = [f for f in files if f.startswith("hidden/")]
+    if not (public and hidden):
+        return _deal(public or hidden, workers)
+    for_public = max(1, min(len(public), round(workers * len(public) / len(files))))
+    for_hidden = max(1, min(len(hidden), workers - for_public))
+    return _deal(public, for_public) + _deal(hidden, for_hidden)
+
+
+def _deal(files: list[str], workers: int) -> list[list[str]]:
+    """Files dealt round-robin into at most `workers` batches; a repeated file name runs alone."""
     count = max(1, min(workers, len(files)))
     groups: list[list[str]] = [[] for _ in range(count)]
     solo, seen = [], set()
@@ -224,10 +248,8 @@ def grade_assignment(
         result = AssignmentResult(assignment_id, spec.title, tag, backend.name,
                                   "solution" if solution else str(submission) if submission else "student",
                                   hidden_available=(master_dir / "hidden").is_dir() and only_files is None)
-        result.notes.extend(package.notes)
-        if not solution and (flagged := scan_package(package.files, base)):
-            result.notes.append("flagged for an instructor's review (reaches into the grader, not graded on):\n  "
-                                + "\n  ".join(flagged[:20]))
+        result.notes.extend(backend.notes() + package.notes)
+        flagged = [] if solution else scan_package(package.files, base)  # holds passed tests (below)
         tally = Tally(sum(t.file in files for t in expected), progress) if progress else None
         job = _Job(backend, spec, course, root, master_dir, package.files, expected, tag, threads,
                    first_failure=first_failure, tally=tally)
@@ -244,6 +266,8 @@ def grade_assignment(
     if only_files is None:
         result.tests += grade_written(spec, source_dir)
     score_all(result.tests, spec, tag)
+    if note := hold_flagged(result.tests, flagged):  # after scoring: a perf test for other hardware stays so
+        result.notes.insert(0, note)
     result.wall_s = time.monotonic() - start
     return result
 
@@ -283,6 +307,9 @@ def _probe_and_grade(job: _Job, files: list[str], workers: int, result: Assignme
                      timeout_s: float) -> None:
     """Import the package once; grade the files unless the import hung."""
     probe = _probe(job, timeout_s)
+    if probe.no_view:
+        result.notes.append(f"the submission's process could read its run's test files ({probe.no_view}): "
+                            "public and hidden tests still ran apart, and no hidden test shows its output")
     if probe.hung:
         result.notes.insert(0, hang_reason(timeout_s))
         result.tests = [TestResult(t, FAILED, hang_reason(timeout_s)) for t in job.expected if t.file in files]

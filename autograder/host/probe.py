@@ -24,6 +24,9 @@ SCRIPT = f"""
 import os, sys, traceback
 import pytest, autograder.judge.plugin
 print("{MARKER} grader-ok", flush=True)
+from autograder.judge.worker_view import available
+if why := available():  # the worker's own view (test files covered) cannot be built in this sandbox
+    print(f"{MARKER} no-worker-view {{why}}", flush=True)
 
 def where(exc):
     if isinstance(exc, SyntaxError) and exc.filename:
@@ -53,6 +56,7 @@ class ImportProbe:
     grader_ok: bool   # Python, pytest and the plugin started inside the sandbox
     hung: bool        # importing the package did not finish within the time limit
     error: str = ""   # why the import failed, e.g. "SyntaxError in demo/ops.py line 3: invalid syntax"
+    no_view: str = ""  # why the worker's own view (test files covered) cannot be built here, if it cannot
 
 
 def probe_argv(python: str, package: str) -> list[str]:
@@ -66,14 +70,16 @@ def read_probe(run: RunResult) -> ImportProbe:
     if "grader-ok" not in events:
         return ImportProbe(grader_ok=False, hung=False)
     errors = [e.removeprefix("import-error").strip() for e in events if e.startswith("import-error")]
+    no_view = next((e.removeprefix("no-worker-view").strip() for e in events if e.startswith("no-worker-view")), "")
     if errors:
-        return ImportProbe(grader_ok=True, hung=False, error=errors[-1])
+        return ImportProbe(grader_ok=True, hung=False, error=errors[-1], no_view=no_view)
     if "import-ok" in events:
-        return ImportProbe(grader_ok=True, hung=False)
+        return ImportProbe(grader_ok=True, hung=False, no_view=no_view)
     if run.timed_out:
-        return ImportProbe(grader_ok=True, hung=True)
-    return ImportProbe(grader_ok=True, hung=False, error=f"the process ended while importing the package "
-                                                         f"({run.describe().removeprefix('the test process ')})")
+        return ImportProbe(grader_ok=True, hung=True, no_view=no_view)
+    return ImportProbe(grader_ok=True, hung=False, no_view=no_view,
+                       error=f"the process ended while importing the package "
+                             f"({run.describe().removeprefix('the test process ')})")
 
 
 def setup_error(run: RunResult, sandbox: str) -> GraderError:

@@ -1,6 +1,7 @@
 """Report: a terminal table, Gradescope `results.json`, JUnit XML and a Markdown summary.
 
-The summary never says "all tests passed" unless every test ran here, hidden ones included. Text a
+The summary never says "all tests passed" unless every test ran here, hidden ones included, and
+none is held for an instructor's review (HELD: named with its reason everywhere, no points counted). Text a
 submission controls (test names, reasons, output, notes) is escaped before it reaches rich's markup:
 a "[/]" in an error message must print, not crash the report.
 """
@@ -19,9 +20,10 @@ from rich.table import Table
 
 from autograder.host import atomic
 from autograder.host.attachments import as_json, listing, output_lines
-from autograder.host.results import ERROR, FAILED, MANUAL, NOT_GRADED, PASSED, AssignmentResult, TestResult
+from autograder.host.results import ERROR, FAILED, HELD, MANUAL, NOT_GRADED, PASSED, AssignmentResult, TestResult
 
-STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", NOT_GRADED: "yellow", MANUAL: "cyan"}
+STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", NOT_GRADED: "yellow", MANUAL: "cyan", HELD: "magenta"}
+HELD_NOTE = "held for an instructor's review; no points counted"
 
 
 def _fmt(x: float) -> str:
@@ -41,6 +43,9 @@ def summary_line(result: AssignmentResult) -> str:
     if result.pending:
         points = sum(t.test.points for t in result.pending)
         gaps.append(f"{_fmt(points)} points of {len(result.pending)} written answers pending an instructor's grading")
+    if result.held:
+        points = sum(t.test.points for t in result.held)
+        gaps.append(f"{_fmt(points)} points of {len(result.held)} tests {HELD_NOTE}")
     if gaps:
         line += "; " + "; ".join(gaps)
     elif graded and passed == len(graded):
@@ -86,14 +91,17 @@ def _failing_rows(tests: list[TestResult], suite: str) -> list[tuple[str, ...]]:
     NotImplementedError with its task id, typically) fold into their first row and a count."""
     by_reason: dict[str, list[TestResult]] = {}
     for t in tests:
-        key = _detail(t) if t.status in (FAILED, ERROR) and _detail(t) else f"\0{t.test.nodeid}"
+        key = f"{t.status}\0{_detail(t)}" if t.status in (FAILED, ERROR, HELD) and _detail(t) else f"\0{t.test.nodeid}"
         by_reason.setdefault(key, []).append(t)
     rows = []
     for group in by_reason.values():
         rows.append(_test_row(group[0], "  " + group[0].test.nodeid.split("::", 1)[-1]))
         if len(group) > 1:
-            points = f"{_fmt(sum(t.score for t in group[1:]))}/{_fmt(sum(t.test.points for t in group[1:]))}"
-            rows.append((f"  … {len(group) - 1} more failing the same way", suite, f"[red]{group[0].status}[/]",
+            earned = _fmt(sum(t.score for t in group[1:])) if group[0].graded else "–"  # a held test earns nothing yet
+            points = f"{earned}/{_fmt(sum(t.test.points for t in group[1:]))}"
+            how = "held" if group[0].status == HELD else "failing"
+            rows.append((f"  … {len(group) - 1} more {how} the same way", suite,
+                         f"[{STYLE.get(group[0].status, 'white')}]{group[0].status}[/]",
                          points, f"{sum(t.duration_s for t in group[1:]):.1f}s", ""))
     return rows
 
@@ -173,14 +181,15 @@ def gradescope(results: list[AssignmentResult], *, error: str | None = None, met
                 "name": f"{result.id}: {t.test.nodeid}", "number": f"{result.id}.{n}",
                 # a pending written answer is 0 of 0 until `autograder manual` records its points
                 "score": round(t.score, 4), "max_score": t.max_score,
-                "status": {PASSED: "passed", MANUAL: "pending"}.get(t.status, "failed"),
+                "status": {PASSED: "passed", MANUAL: "pending", HELD: "pending"}.get(t.status, "failed"),
                 "output": output[-4000:],
                 "tags": [result.id, "hidden" if t.test.hidden else "public"] + (["gpu"] if t.test.gpu else []),
                 "visibility": _visibility(t),
                 "extra_data": {"status": t.status, "metrics": t.metrics, "duration_s": t.duration_s,
                                "points": t.test.points} | ({"attachments": as_json(t.attachments)} if t.attachments else {}),
             })
-    output = "\n".join(line for r in results for line in [summary_line(r), *(f"note: {n}" for n in r.notes)])
+    output = "\n".join(line for r in results for line in [summary_line(r), *(f"note: {n}" for n in r.notes),
+                                                          *_held_lines(r)])
     if error:
         output = f"grading failed: {error}\n{output}".strip()
     data = {
@@ -193,13 +202,20 @@ def gradescope(results: list[AssignmentResult], *, error: str | None = None, met
     return data | ({"extra_data": extra} if extra else {})
 
 
+def _held_lines(result: AssignmentResult) -> list[str]:
+    """The held public tests by name and reason (a hidden test's row says it, shown after the due date)."""
+    return [f"held: {t.test.nodeid}: {t.reason.splitlines()[0] if t.reason else HELD_NOTE}"
+            for t in result.held if not t.test.hidden]
+
+
 UPLOAD_NOTE = {NOT_GRADED: "NOT GRADED HERE (needs other hardware)",
-               MANUAL: "PENDING: an instructor grades this answer"}
+               MANUAL: "PENDING: an instructor grades this answer",
+               HELD: "held for an instructor's review"}
 
 
 def upload_form(data: dict) -> dict:
     """A results dict as Gradescope should show it: a test this run did not grade (it needs other
-    hardware) or a written answer still pending has no status and no points, and its output says so
+    hardware), a written answer still pending or a test held for review has no status and no points, and its output says so
     first, so Gradescope shows it neutral, never as a failure. Names stay as they are (`autograder
     merge` and `autograder manual` find rows by name); the total is unchanged."""
     out = copy.deepcopy(data)
@@ -231,8 +247,8 @@ def write_junit(path: Path, results: list[AssignmentResult]) -> None:
                               skipped=str(len(result.not_graded)), time=f"{result.wall_s:.2f}")
         for t in result.tests:
             case = ET.SubElement(suite, "testcase", classname=result.id, name=t.test.nodeid, time=f"{t.duration_s:.3f}")
-            if t.status in (NOT_GRADED, MANUAL):
-                ET.SubElement(case, "skipped", message=t.reason)
+            if t.status in (NOT_GRADED, MANUAL, HELD):
+                ET.SubElement(case, "skipped", message=f"{HELD_NOTE}: {t.reason}" if t.status == HELD else t.reason)
             elif t.status != PASSED:
                 node = ET.SubElement(case, "failure", message=t.reason.splitlines()[0][:200] if t.reason else t.status)
                 node.text = t.output[-4000:]
@@ -256,6 +272,11 @@ def markdown(results: list[AssignmentResult], base: Path | None = None) -> str:
         lines += ["", "<details><summary>failing tests</summary>", ""]
         lines += [f"- `{aid}` `{t.test.nodeid}`: {t.reason.splitlines()[0] if t.reason else t.status}" for aid, t in failing]
         lines += ["", "</details>"]
+    held = [(r.id, t) for r in results for t in r.held]
+    if held:
+        lines += ["", f"**{HELD_NOTE}**", ""]
+        lines += [f"- `{aid}` `{t.test.nodeid}` ({_fmt(t.test.points)} points): "
+                  f"{t.reason.splitlines()[0] if t.reason else HELD_NOTE}" for aid, t in held]
     figures = [(r.id, row) for r in results for row in listing(r, base)]
     if figures:
         lines += ["", "**figures**", ""]

@@ -7,8 +7,11 @@ from dataclasses import dataclass, field
 from autograder.protocol.messages import Status
 
 # The one status vocabulary, as the plain strings records and reports carry. MANUAL: a written
-# answer an instructor grades later (its points are pending, in no automatic total).
-PASSED, FAILED, ERROR, NOT_GRADED = (s.value for s in (Status.PASSED, Status.FAILED, Status.ERROR, Status.NOT_GRADED))
+# answer an instructor grades later (its points are pending, in no automatic total). HELD: a test
+# whose pass rests on evidence the submission could write (the judge said so, or the tamper scan
+# flagged the package): its points wait for an instructor's review, in no automatic total either.
+PASSED, FAILED, ERROR, NOT_GRADED, HELD = (
+    s.value for s in (Status.PASSED, Status.FAILED, Status.ERROR, Status.NOT_GRADED, Status.HELD))
 MANUAL = "manual"
 
 
@@ -59,8 +62,8 @@ class TestResult:
 
     @property
     def graded(self) -> bool:
-        """Scored by this run (a pending written answer and a test for other hardware are not)."""
-        return self.status not in (NOT_GRADED, MANUAL)
+        """Scored by this run (a pending written answer, a held test and a test for other hardware are not)."""
+        return self.status not in (NOT_GRADED, MANUAL, HELD)
 
     @property
     def max_score(self) -> float:
@@ -96,3 +99,8 @@ class AssignmentResult:
     def pending(self) -> list[TestResult]:
         """Written answers waiting for an instructor (their points are in no automatic total)."""
         return [t for t in self.tests if t.status == MANUAL]
+
+    @property
+    def held(self) -> list[TestResult]:
+        """Tests held for an instructor's review (their points are in no automatic total)."""
+        return [t for t in self.tests if t.status == HELD]

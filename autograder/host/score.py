@@ -1,5 +1,8 @@
 """Score: points for passed tests; perf tests earn partial credit between their bars.
 
+Only a passed test earns: a test held for an instructor's review (HELD, by the judge's HeldForReview
+or the tamper scan) earns nothing and counts in no automatic total, like a pending written answer.
+
 A perf test's credit is the mean over its recorded metrics that have a threshold for this
 hardware tag; with none, the test is "not graded here" (neither earned nor counted). A tag without
 its own bar takes the bar of a tag of the same GPU family (`hardware.family`: an H100 grades on the

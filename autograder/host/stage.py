@@ -2,7 +2,10 @@
 
 A work dir holds the assignment's package (the student's whitelisted files over the generated
 stub), the *master* conftest and support files, and the test files of its run from the master
-tree — never a student's copy of a test or conftest.
+tree — never a student's copy of a test or conftest, never an instructor-only file (rubrics, the
+reference's own answer data), and the test files of its own run only: a run of public files holds
+no hidden/ folder. Only the run's uid may enter it (0700): under `--sandbox none`, where every run
+sees the host's /tmp, a public run's uid cannot read a hidden run's work dir beside it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.host.course_files import CACHE_PARTS, counts
+from autograder.host.course_files import CACHE_PARTS, counts, instructor_only
 from autograder.host.spec import AssignmentSpec
 
 TEST_DIRS = ("tests", "hidden")
@@ -71,8 +74,8 @@ def _support_files(master_dir: Path, spec: AssignmentSpec) -> dict[Path, bytes]:
     for path in sorted(master_dir.rglob("*")):
         rel = path.relative_to(master_dir)
         top = rel.parts[0]
-        if not path.is_file() or NEVER_STAGED & set(rel.parts) or not counts(rel):
-            continue
+        if not path.is_file() or NEVER_STAGED & set(rel.parts) or not counts(rel) or instructor_only(rel):
+            continue  # rubrics/ and the like are the instructor's: no run needs them
         if top in TEST_DIRS or top in spec.packages or top == ANSWERS:
             continue
         files[rel] = path.read_bytes()
@@ -106,7 +109,7 @@ def stage(
 ) -> Path:
     """Create `root/name` holding the package files, master support files and test files."""
     workdir = root / name
-    workdir.mkdir()
+    workdir.mkdir(mode=0o700)
     _write(workdir, _support_files(master_dir, spec))
     _write(workdir, _test_dir_files(master_dir, test_files))
     _write(workdir, package_files)

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from autograder.judge import worker_view
 from autograder.judge.codec import JudgeCodec
 from autograder.judge.proxies import RemoteError, mirror_exception
 from autograder.protocol.arena import Arena, new_arena_fd
@@ -27,6 +28,12 @@ from autograder.protocol.wire import PeerGone, ProtocolError, expect, recv_frame
 
 START_TIMEOUT_S = 180.0   # a fresh interpreter importing torch on a loaded 2-core machine
 MAX_OUTPUT_CHARS = 20_000
+_hidden_from_workers: list[str] = []  # what every worker's mount view covers (set once by the plugin)
+
+
+def hide_from_workers(paths: list[str]) -> None:
+    """Cover `paths` (the run's test folders, the judge's own files) in every worker started after."""
+    _hidden_from_workers[:] = paths
 
 
 class WorkerDied(RuntimeError):
@@ -52,6 +59,7 @@ class WorkerClient:
         self.broken = ""                    # why the current test's worker was lost, if it was
         self._rng: Any = None               # the global RNG state the worker last reported
         self.greeted = False
+        self.shipped_sources: set[str] = set()  # test modules whose text this worker was sent
         self._output: list[str] = []
         self._output_lock = threading.Lock()
 
@@ -66,6 +74,8 @@ class WorkerClient:
         argv = [sys.executable, "-m", "autograder.worker.server", "--sock-fd", str(fds[0]), "--to-judge-fd",
                 str(to_judge), "--from-judge-fd", str(from_judge), "--generation", str(self.generation),
                 "--package", self.package]
+        argv = worker_view.launch_argv(sys.executable, list(_hidden_from_workers), argv)  # tests, records covered
+        self.shipped_sources = set()  # a fresh worker has been sent no test module's source
         env = {"OMP_WAIT_POLICY": "PASSIVE"} | dict(os.environ) | self.env | {ENV_ROLE: ROLE_WORKER}  # see grade._base_env
         self.proc = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, start_new_session=True, env=env)
@@ -159,7 +169,23 @@ class WorkerClient:
     # ---- requests -----------------------------------------------------------------------------
     def request(self, op: Op, *args: Any) -> Any:
         self._ensure()
+        if op is Op.SHIPPED:  # (path, module, qualname, args, kwargs): the worker cannot read the path itself
+            args = (*args, self._source_once(args[0]))
         return self._exchange((op.value, self._take_releases(), self._rng_to_send(), *args))
+
+    def _source_once(self, path: Any) -> str | None:
+        """The text of the test module at `path` the first time this worker needs it (its view covers
+        the test folders), None after: the worker keeps the module it built. Only the run of that
+        file sends it, so a hidden file's text reaches only a hidden run's worker."""
+        if type(path) is not str or path in self.shipped_sources:
+            return None
+        try:
+            with open(path, encoding="utf-8") as f:
+                source = f.read()
+        except OSError:
+            return None
+        self.shipped_sources.add(path)
+        return source
 
     def _rng_to_send(self) -> Any:
         """The judge's global CPU RNG state when a test reseeded it since the worker last had it
@@ -187,7 +213,7 @@ class WorkerClient:
         try:
             try:
                 self._send_tree(tree)
-                outcome, value = self._await_reply(sent)
+                outcome, value = self._await_reply(sent, rng_sent=len(message) > 2 and message[2] is not None)
             except (PeerGone, ProtocolError, OSError) as exc:
                 status = self._exit_status()
                 self.kill(f"the submission's process {status} ({exc})")
@@ -233,8 +259,10 @@ class WorkerClient:
     def _send(self, message: tuple) -> None:
         self._send_tree(self._encode(message)[0])
 
-    def _await_reply(self, sent: list) -> tuple[str, Any]:
-        """(REPLY, value) or (RAISED, the judge's exception for it), serving callbacks meanwhile."""
+    def _await_reply(self, sent: list, rng_sent: bool = False) -> tuple[str, Any]:
+        """(REPLY, value) or (RAISED, the judge's exception for it), serving callbacks meanwhile. The
+        RNG state a reply carries is adopted only for a request that sent the judge's (`rng_sent`):
+        otherwise the submission would set the judge's stream for every draw after its call."""
         assert self.codec is not None and self.sock is not None
         while True:
             tree, arena_size = recv_frame(self.sock)
@@ -245,7 +273,8 @@ class WorkerClient:
             kind = message[0]
             if kind == Op.REPLY.value and len(message) == 4:
                 self._write_back(sent, message[2])
-                self._take_rng(message[3])
+                if rng_sent:
+                    self._take_rng(message[3])
                 return kind, message[1]
             if kind == Op.RAISED.value and len(message) == 2:
                 return kind, remote_exception(message[1])

@@ -2,7 +2,67 @@
 
 from __future__ import annotations
 
+import builtins
+import re
+
 from autograder.judge.client import SUBMISSION_LINE
+
+HIDDEN_DIR = "hidden/"
+# A hidden run's worker may hold the text of a hidden test module (an in_worker helper's source):
+# whatever it prints, and any value it returns that a message echoes, stays out of the records.
+HIDDEN_DETAIL = "(a hidden test: the submission's output and the values in its message are not shown)"
+TASK_ID = re.compile(r"[sp]\d{1,2}\.\d{1,3}: [A-Za-z_]\w{0,60}")  # an untouched stub's NotImplementedError
+FORBIDDEN = re.compile(r"[\w.]{1,80} is forbidden in this assignment: implement it yourself")  # worker/forbid.py
+
+
+def is_hidden(nodeid: str) -> bool:
+    return nodeid.startswith(HIDDEN_DIR)
+
+
+_PATTERN = r"[\w.:*?\[\]-]{1,80}"  # a forbidden-op or kernel pattern of the rules (the judge's text)
+# What a hidden test's accounting verdict keeps: each reason's template with the names the worker's
+# ledger gave (ops, kernels, call sites) left out; the rules' own patterns and counts stay.
+_HIDDEN_VERDICTS = (
+    (re.compile(rf"the submission ran .* \(forbidden here: ({_PATTERN})\)"),
+     "the submission ran an op forbidden here ({0}); implement it yourself"),
+    (re.compile(rf"the timed code ran the library kernel .* \(forbidden here: ({_PATTERN})\)"),
+     "the timed code ran a library kernel forbidden here ({0})"),
+    (re.compile(r"a tensor left torch \(.*"), "a tensor left torch outside the package's kernels"),
+    (re.compile(r"the submission computed with .* outside its own Triton kernels"),
+     "the submission computed outside its own Triton kernels"),
+    (re.compile(r"(the submission read \d+ scalars off the device in \d+ call\(s\)).*"), "{0}"),
+    (re.compile(r"(the package's own kernels took \d+% of the GPU time of the audited call).*"), "{0}"),
+    (re.compile(r"(no Triton kernel of [\w.]{1,80} ran: this exercise is to write it)"), "{0}"),
+    (re.compile(r"(the op accounting saw \d+ of the \d+ calls into the submission \(switched off or tampered with\))"),
+     "{0}"),
+    (re.compile(r"the op and kernel accounting sent no valid ledger.*"), "the op and kernel accounting sent no valid ledger"),
+)
+
+
+def hidden_violation(verdict: str) -> str:
+    """A hidden test's accounting verdict without any name the worker supplied (see HIDDEN_DETAIL)."""
+    kept = []
+    for reason in verdict.split("; "):
+        for pattern, template in _HIDDEN_VERDICTS:
+            if match := pattern.fullmatch(reason.strip()):
+                kept.append(template.format(*match.groups()))
+                break
+    generic = "the op and kernel accounting failed this test"
+    return "; ".join(dict.fromkeys(kept or [generic])) + f" {HIDDEN_DETAIL}"
+
+
+def hidden_reason(exc: BaseException) -> str:
+    """The reason of a hidden test that raised: the builtin exception type, and an untouched stub's
+    task id; never the message (its values may come from the submission) nor a type it named."""
+    name = type(exc).__name__
+    builtin = getattr(builtins, name, None)
+    if not (isinstance(builtin, type) and issubclass(builtin, BaseException)):
+        return f"an exception {HIDDEN_DETAIL}"
+    message = (str(exc).strip().splitlines() or [""])[0].strip()
+    if (name == "NotImplementedError" and TASK_ID.fullmatch(message)) or \
+            (name == "RuntimeError" and FORBIDDEN.fullmatch(message)):
+        return f"{name}: {message}"
+    return f"{name} {HIDDEN_DETAIL}"
 
 
 def failure_reason(exc: BaseException, limit: int = 400) -> str:

@@ -30,12 +30,19 @@ import pytest
 from autograder import marks
 from autograder.hardware import cuda_device_count, has_cuda
 from autograder.judge import importer
-from autograder.judge.client import WorkerClient
-from autograder.judge.feedback import failure_reason, parameter_id
+from autograder.judge.client import WorkerClient, hide_from_workers
+from autograder.judge.feedback import (
+    HIDDEN_DETAIL,
+    failure_reason,
+    hidden_reason,
+    hidden_violation,
+    is_hidden,
+    parameter_id,
+)
 from autograder.judge.perf import Perf
 from autograder.judge.ranks import RankGroup, become_subreaper
 from autograder.protocol.attachments import OPT_ATTACHMENTS
-from autograder.protocol.messages import RecordKind, Status
+from autograder.protocol.messages import OPT_WORKER_HIDES, HeldForReview, RecordKind, Status
 from autograder.protocol.rules import AccountingRules, Ledger, verdict
 from autograder.worker.session import CALL_MARKER
 
@@ -84,6 +91,7 @@ class _TestState:
     duration: float = 0.0
     violation: str = ""  # what the op / kernel accounting found; fails the test whatever pytest says
     failure: str = ""  # one line on why the body raised: the report's reason for a failed test
+    held: str = ""  # the body raised the judge's HeldForReview: why its pass would rest on the worker's word
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -96,6 +104,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--ag-manifest", default=None, help="collect only: write the expected tests here")
     group.addoption("--ag-accounting", default="{}", help="op and kernel accounting rules (JSON)")
     group.addoption(OPT_ATTACHMENTS, default=None, help="write the PNGs perf tests attach into this folder")
+    group.addoption(OPT_WORKER_HIDES, default="", help="comma-separated paths covered in the worker's own view")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -116,6 +125,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         become_subreaper()  # whatever a rank leaves running becomes ours to kill (judge/ranks.py)
         _client = WorkerClient(package)
         importer.install(package, _client, given)
+        hides = getattr(early_config.known_args_namespace, "ag_worker_hides", "")
+        hide_from_workers([p for p in hides.split(",") if p])  # the run's tests and records, covered for every worker
         _client.start()
 
 
@@ -284,10 +295,14 @@ class _Recorder:
             return (yield)
         except BaseException as exc:
             state.call_raised = f"{type(exc).__name__}"
-            state.failure = failure_reason(exc)
+            if isinstance(exc, HeldForReview):  # the judge's own class: a worker's exception is a mirror, never this
+                state.held = str(exc).strip() or "held for an instructor's review"
+            state.failure = hidden_reason(exc) if is_hidden(item.nodeid) else failure_reason(exc)
             raise
         finally:
             state.violation = self._end_in_worker(state, required)
+            if state.violation and is_hidden(item.nodeid):  # its ledger's names are the worker's text
+                state.violation = hidden_violation(state.violation)
             if state.violation:
                 state.output.append(f"[accounting] {state.violation}")
 
@@ -330,6 +345,8 @@ class _Recorder:
     def _record(self, nodeid: str, state: _TestState, teardown_s: float) -> dict[str, Any]:
         status, reason = _verdict(state)
         output = _PROFILER_LOG.sub("", "\n".join(state.output))
+        if is_hidden(nodeid) and output:  # tracebacks echo values, the worker's output is its own
+            output = f"[output] {HIDDEN_DETAIL}"
         if len(output) > MAX_OUTPUT_CHARS:
             output = output[: MAX_OUTPUT_CHARS // 3] + "\n...\n" + output[-2 * MAX_OUTPUT_CHARS // 3 :]
         return {"kind": RecordKind.TEST.value, "nodeid": nodeid, "status": status, "reason": reason,
@@ -356,6 +373,8 @@ def _verdict(state: _TestState) -> tuple[str, str]:
         return Status.FAILED.value, state.violation
     if state.call == "skipped":
         return Status.FAILED.value, "the test was skipped from inside its body; that counts as a failure"
+    if state.held and state.call == "failed" and state.entered:  # the body stopped at HeldForReview, nothing else
+        return (Status.ERROR.value, "teardown failed") if state.teardown == "failed" else (Status.HELD.value, state.held)
     if state.call != "passed":  # pytest's outcome
         return Status.FAILED.value, state.failure
     if state.call_raised or not (state.entered and state.completed):

@@ -38,12 +38,23 @@ from autograder.protocol.messages import (
     Op,
 )
 from autograder.protocol.rules import AccountingRules, Ledger, verdict
+from autograder.worker.ranks import private_folder
 from autograder.worker.session import CALL_MARKER
 
 PR_SET_CHILD_SUBREAPER = 36
 MAX_GLOO_WORLD = 4          # CPU ranks share the grading machine's cores (2 on the course's CI)
 GRACE_S = 3.0               # after one rank failed, how long the others get to finish or fail too
 KILL_MARGIN_S = 5.0         # the judge's deadline ends this long before the test's timeout
+
+
+def group_folder() -> Path:
+    """A fresh folder for one group's store, progress files and private folders, in /tmp rather
+    than the judge's TMPDIR: a confined rank reads everything beside the way to this folder, and
+    the work dir (which it must list to import the package) must not be on that way."""
+    try:
+        return Path(tempfile.mkdtemp(prefix="ranks-", dir="/tmp"))
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix="ranks-"))
 
 
 class RankFailure(AssertionError):
@@ -113,7 +124,7 @@ class RankGroup:
         # in the test's setup: a rank slow to start leaves less time to the runs, never more.
         self.deadline = time.monotonic() + timeout_s - KILL_MARGIN_S
         self.nodeid, self.forbidden, self.rules, self.required = guards
-        self.folder = Path(tempfile.mkdtemp(prefix="ranks-"))
+        self.folder = group_folder()
         # The collective timeout fires before the judge's deadline, so a rank stuck in a collective
         # usually raises its own error (which names the collective) before it has to be killed.
         dist_timeout = max(2.0, min(30.0, 0.5 * (timeout_s - KILL_MARGIN_S)))
@@ -121,9 +132,17 @@ class RankGroup:
             ENV_RANK: str(r), ENV_WORLD: str(world), ENV_STORE: str(self.folder / "store"),
             ENV_PROGRESS: str(self.progress_file(r)), ENV_DIST_BACKEND: backend,
             ENV_DIST_TIMEOUT: f"{dist_timeout:g}", "GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1",
-        }) for r in range(world)]
+        } | self._own_folders(r)) for r in range(world)]
         for c in self.clients:
             c.share_rng = False  # each rank keeps its own stream (seeded with the test's seed + rank)
+
+    def _own_folders(self, rank: int) -> dict[str, str]:
+        """The rank's HOME, TMPDIR and caches, in its private folder: the only place it may write
+        (the rank confines itself to it once it has joined the group: worker/confine.py)."""
+        own = private_folder(self.folder, rank)
+        for sub in ("home", "tmp"):
+            (own / sub).mkdir(parents=True, mode=0o700)
+        return {"HOME": str(own / "home"), "TMPDIR": str(own / "tmp"), "TRITON_CACHE_DIR": str(own / "tmp" / "triton")}
 
     def progress_file(self, rank: int) -> Path:
         return self.folder / f"rank{rank}.progress"
@@ -167,6 +186,17 @@ class RankGroup:
         """fn(*args, **kwargs) on every rank at once (fn: a module-level function of a test file;
         in it, torch.distributed is initialised); each rank's return value, rank 0 first.
         RankFailure when a rank raised, exited, hung or failed its accounting."""
+        return self._run(fn, [args] * self.world, kwargs)
+
+    def run_each(self, fn: Callable[..., Any], inputs: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        """fn(inputs[rank], *args, **kwargs) on every rank at once: inputs[r] is sent to rank r
+        only, so a value the judge drew for one rank is known to that rank and the judge alone
+        (a test that checks what crossed in the messages draws each rank's input this way)."""
+        if len(inputs) != self.world:
+            raise ValueError(f"ranks.run_each: {len(inputs)} inputs for {self.world} ranks (one per rank)")
+        return self._run(fn, [(value, *args) for value in inputs], kwargs)
+
+    def _run(self, fn: Callable[..., Any], args_by_rank: list[tuple], kwargs: dict) -> list[Any]:
         fn = getattr(fn, "__wrapped__", fn)  # an in_worker function: ship the function itself
         if "<locals>" in fn.__qualname__:
             raise TypeError(f"ranks.run: {fn.__qualname__} must be defined at module level of a test file")
@@ -176,7 +206,7 @@ class RankGroup:
         results: list[Any] = [None] * self.world
 
         def call(rank: int, c: WorkerClient) -> None:
-            results[rank] = c.request(Op.SHIPPED, *target, args, kwargs)
+            results[rank] = c.request(Op.SHIPPED, *target, args_by_rank[rank], kwargs)
 
         errors = self._on_all(call, self._left(), with_rank=True)
         stuck = self._stuck_ranks()

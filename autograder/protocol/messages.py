@@ -63,6 +63,7 @@ OPT_FORBID = "--ag-forbid"
 OPT_PACKAGE = "--ag-package"
 OPT_MANIFEST = "--ag-manifest"
 OPT_ACCOUNTING = "--ag-accounting"
+OPT_WORKER_HIDES = "--ag-worker-hides"  # comma-separated paths the worker's mount view covers (judge/worker_view.py)
 
 # Environment of the worker process: set by the judge, read by the worker's runtime.
 ENV_ROLE = "AUTOGRADER_ROLE"        # "worker" inside the worker process

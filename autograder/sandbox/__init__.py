@@ -1,8 +1,10 @@
 """Sandbox backends behind one interface: `backend.run(RunRequest) -> RunResult`.
 
-- `bwrap`: read-only root, private /tmp, no network, new pid namespace; the course repo is hidden
-  except the grader and the virtual environment; only the work dir is writable.
-- `none`: a plain subprocess with rlimits (and, as root, its own uid and network namespace).
+- `bwrap`: an empty root with only what a grading needs bound read-only (system libraries, the
+  interpreter and venv, the grader, the data), private /tmp, no network, new pid namespace; only
+  the work dir is writable.
+- `none`: a plain subprocess with rlimits (and, as root, its own uid and network namespace where
+  the container allows them; `notes()` says what it could not enforce).
 - `docker`: one named container per run through the Docker SDK: no network, memory and pids limits,
   GPUs when needed (for runners).
 """
@@ -29,6 +31,10 @@ class Backend(Protocol):
         ...
 
     def run(self, request: RunRequest) -> RunResult: ...
+
+    def notes(self) -> list[str]:
+        """What this backend could not enforce here (for the report); empty when all of it holds."""
+        ...
 
 
 BACKENDS = {"bwrap": BwrapBackend, "none": NoneBackend, "docker": DockerBackend}

@@ -11,7 +11,6 @@ the whole process group, and afterwards kills whatever that uid left behind.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import random
 import resource
@@ -24,8 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from autograder.host.errors import GraderError
+from autograder.sandbox.rights import can_switch_uid, isolate_network
+
 OUTPUT_TAIL_CHARS = 20_000
-CLONE_NEWNET = 0x40000000
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,8 @@ class RunResult:
 
 
 def sandbox_uid() -> int | None:
-    """A fresh unprivileged uid for this run when we are root, else None (keep our own)."""
-    if os.geteuid() != 0:
+    """A fresh unprivileged uid for this run when we are root (and may switch uids), else None."""
+    if os.geteuid() != 0 or not can_switch_uid():
         return None
     return random.randrange(200_000, 2_000_000_000)
 
@@ -164,27 +165,15 @@ def python_reachable() -> bool:
     return all(world_reachable(Path(p).resolve()) for p in (sys.base_prefix, sys.prefix))
 
 
-def loopback_up() -> None:
-    """Bring `lo` up in this (new) network namespace: SIOCGIFFLAGS, then SIOCSIFFLAGS with IFF_UP."""
-    import fcntl
-    import socket
-    import struct
-
-    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-        flags = struct.unpack("16sH14x", fcntl.ioctl(sock, siocgifflags, struct.pack("16sH14x", b"lo", 0)))[1]
-        fcntl.ioctl(sock, siocsifflags, struct.pack("16sH14x", b"lo", flags | iff_up))
-
-
 def make_preexec(request: RunRequest, isolate_net: bool, switch_uid: bool = True) -> Callable[[], None]:
-    """Limits, network isolation and (when `switch_uid`) the switch to `request.uid`, in the child."""
+    """Limits, network isolation and (when `switch_uid`) the switch to `request.uid`, in the child.
+    Callers ask for isolation only where `network_isolation()` found it possible."""
     limits = _limits(request, request.uid)
     uid = request.uid if switch_uid else None
 
     def preexec() -> None:  # runs in the child between fork and exec
         if isolate_net and os.geteuid() == 0:
-            ctypes.CDLL(None, use_errno=True).unshare(CLONE_NEWNET)
-            loopback_up()  # a new network namespace starts with lo down: multi-rank tests talk over it
+            isolate_network()
         for which, value in limits:
             soft, hard = resource.getrlimit(which)
             cap = value if hard == resource.RLIM_INFINITY else min(value, hard)
@@ -231,12 +220,16 @@ def run_process(argv: list[str], request: RunRequest, isolate_net: bool, switch_
     uid = request.uid
     with tempfile.TemporaryFile(mode="w+b") as log, _SecretPipe(request) as secret:
         start = time.monotonic()
-        proc = subprocess.Popen(
-            argv + secret.argv_tail, cwd=request.workdir, env=request.env, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            pass_fds=secret.fds,
-            preexec_fn=make_preexec(request, isolate_net, switch_uid),
-        )
+        try:
+            proc = subprocess.Popen(
+                argv + secret.argv_tail, cwd=request.workdir, env=request.env, stdin=subprocess.DEVNULL,
+                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                pass_fds=secret.fds,
+                preexec_fn=make_preexec(request, isolate_net, switch_uid),
+            )
+        except (OSError, subprocess.SubprocessError) as exc:  # the grader's set-up, never the submission's
+            raise GraderError(f"the sandbox cannot start a process here ({type(exc).__name__}: {exc}); "
+                              "grade with another --sandbox") from exc
         timed_out, stalled = _watch(proc, request, start)
         _kill_group(proc.pid)
         returncode = proc.wait()

@@ -1,4 +1,7 @@
-"""The bubblewrap backend: a read-only view of the machine with only the work dir writable.
+"""The bubblewrap backend: an empty root holding, read-only, only what a grading needs (system
+libraries, a few files of /etc, the interpreter, the grader and the data; GPU devices when asked),
+with the work dir the only writable place. A class folder, other checkouts of the course, the host's
+home folders: none of them exists inside.
 
 As an ordinary user, bwrap makes a user namespace. As root it runs without one, mounts what the
 interpreter needs (pyenv installs under a private /root included) and then switches to the run's
@@ -37,15 +40,42 @@ def _probe() -> tuple[bool, str]:
     return True, ""
 
 
-def _private_ancestors() -> list[Path]:
-    """Directories on the interpreter's path that other uids cannot traverse (e.g. /root)."""
-    found = []
-    for prefix in {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}:
-        for parent in reversed(prefix.parents):
-            if parent != Path("/") and not os.stat(parent).st_mode & 0o001 and parent not in found:
-                found.append(parent)
-                break
-    return found
+# What every run sees of the host, read-only: the system's programs and libraries, and of /etc only
+# what the loader, Python and torch read (never the whole /etc, nor /home, /root, /srv, /opt, /mnt).
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "hosts", "host.conf", "localtime",
+       "timezone", "ssl", "ca-certificates", "alternatives", "os-release", "mime.types", "fonts")
+# With a GPU: the driver's view of the devices (/proc/driver/nvidia comes with the fresh /proc), and
+# its daemon's socket.
+GPU = ("/sys", "/run/nvidia-persistenced")
+
+
+def _prefixes() -> list[Path]:
+    """The interpreter's prefix and base prefix (a venv and the Python it was made from)."""
+    return sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()})
+
+
+def read_only_paths(request: RunRequest) -> list[Path]:
+    """Every host path a run of `request` sees, read-only (those that exist)."""
+    paths = [Path(p) for p in SYSTEM] + [Path("/etc") / name for name in ETC] + _prefixes()
+    paths += [Path(p) for p in GPU] if request.gpu else []
+    return [p for p in dict.fromkeys([*paths, *request.expose]) if os.path.lexists(p)]
+
+
+def _binds(paths: list[Path]) -> list[str]:
+    """Read-only binds of `paths`; a link (merged /usr: /bin -> usr/bin) stays a link. The folders
+    on their way are made first, traversable (bwrap run as root would make them 0700)."""
+    argv: list[str] = []
+    made: set[Path] = set()
+    for path in paths:
+        for parent in reversed(path.parents):
+            inside = any(parent == p or p in parent.parents for p in paths if p != path and not p.is_symlink())
+            if parent != Path("/") and parent not in made and not inside:
+                argv += ["--perms", "0755", "--dir", str(parent)]
+                made.add(parent)
+    for path in paths:
+        argv += ["--symlink", os.readlink(path), str(path)] if path.is_symlink() else ["--ro-bind", str(path), str(path)]
+    return argv
 
 
 class BwrapBackend:
@@ -54,24 +84,19 @@ class BwrapBackend:
     def available(self) -> tuple[bool, str]:
         return _probe()
 
+    def notes(self) -> list[str]:
+        return []
+
     def command(self, request: RunRequest) -> list[str]:
-        as_root = os.geteuid() == 0
-        argv = ["bwrap", "--ro-bind", "/", "/", "--proc", "/proc", "--tmpfs", "/tmp"]
+        """Nothing of the host is visible but what a grading needs (`read_only_paths`), /dev's
+        devices when the run needs a GPU, and the work dir, the only writable place."""
+        paths = read_only_paths(request)
+        argv = ["bwrap", *_binds(paths), "--proc", "/proc", "--tmpfs", "/tmp"]
         argv += ["--dev-bind", "/dev", "/dev"] if request.gpu else ["--dev", "/dev"]
-        for tree in request.hide:
-            argv += ["--tmpfs", str(tree)]
-        if as_root:  # make the interpreter reachable for the unprivileged uid
-            private = _private_ancestors()
-            for folder in private:
-                argv += ["--perms", "0755", "--tmpfs", str(folder)]
-            for prefix in sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}):
-                for parent in reversed(prefix.parents):  # bwrap would create these as 0700
-                    if any(p in parent.parents for p in private):
-                        argv += ["--perms", "0755", "--dir", str(parent)]
-                argv += ["--ro-bind", str(prefix), str(prefix)]
-        for path in request.expose:
-            if path.exists():
-                argv += ["--ro-bind", str(path), str(path)]
+        for tree in request.hide:  # a hidden tree inside a bound one (a course under a venv's folder)
+            if any(p in tree.parents for p in paths):
+                argv += ["--tmpfs", str(tree)]
+                argv += [a for p in request.expose if tree in p.parents for a in ("--ro-bind", str(p), str(p))]
         for parent in reversed(request.workdir.parents):  # under the private /tmp: traversable
             if Path("/tmp") in parent.parents:
                 argv += ["--perms", "0755", "--dir", str(parent)]
@@ -79,6 +104,7 @@ class BwrapBackend:
         for path in request.read_only:  # mounted read-only over the writable work dir: not even renamable
             if path.exists():
                 argv += ["--ro-bind", str(path), str(path)]
+        as_root = os.geteuid() == 0
         if as_root:
             argv += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
         else:

@@ -151,6 +151,9 @@ class DockerBackend:
             return False, f"no image {self.image!r}: build it ({how})"
         return True, ""
 
+    def notes(self) -> list[str]:
+        return []
+
     def image_env(self) -> list[str]:
         """The image's own environment ("KEY=value"), whose PATH and PYTHONPATH the run keeps."""
         return self.client().images.get(self.image).attrs.get("Config", {}).get("Env") or []

@@ -2,14 +2,16 @@
 
 Three ledgers per test, all kept outside `autograder.testing.oracle()` blocks:
 
-- **Dispatcher ops**, recorded by torch's profiler (Kineto, CPU activity). The profiler's
+- **Dispatcher ops**, recorded by torch's profiler (Kineto, CPU activity, every thread of the
+  process, not only the one that started it). The profiler's
   RecordFunction callbacks fire inside the dispatcher for every op that enters it, composite
   ops included (`aten::scaled_dot_product_attention`, `aten::_scaled_dot_product_attention_math`),
   however Python reached it: `F.…`, `torch.ops.aten.…`, `torch._C._nn.…`, a captured alias, and
   even inside `torch._C._DisableTorchDispatch()`. A `TorchDispatchMode` would not do: it only
   sees ops after composite decomposition (the math fallback of SDPA arrives as bmm + softmax),
   and a student can switch it off without trace. Switching the profiler off is visible: the
-  session is gone when the test ends, and the test fails as tampered with.
+  session is gone when the test ends, and the test fails as tampered with; its private switches
+  (pausing collection while the session stays "enabled") refuse the package (toggles.py).
 - **Triton launches**, recorded by wrapping `JITFunction.run` (CUDA) and
   `InterpretedFunction.run` (`TRITON_INTERPRET=1`): the module and name of every kernel launched.
 - **Device kernels** (CUDA only), recorded by one profiled call of every timed function in
@@ -39,8 +41,10 @@ from typing import Any
 from autograder.protocol.rules import DISPATCHER_OP, AccountingRules, Ledger, forbidden_hits, verdict, within
 from autograder.worker.launches import install_launch_hook, own_kernel_names
 from autograder.worker.sites import Sites, short_name
+from autograder.worker.trust import foreign_caller, pinned, restore
 
 MAX_SITES = 256
+SESSION_MARKER = "autograder::session"  # opens every profiler session of the accounting
 LEAVING_DEVICE = frozenset({"cpu", "numpy", "tolist"})
 _current: Accountant | None = None
 
@@ -51,20 +55,35 @@ def current() -> Accountant | None:
 
 
 class _Session:
-    """One profiler session; `stop()` returns the names of its events, split by where they ran."""
+    """One profiler session; `stop()` returns the names of its events, split by where they ran.
+
+    In the worker (`trust.pinned()`) it records every thread of the process; the grader's own
+    in-process tests of this module record the starting thread only, as torch's profiler does."""
 
     def __init__(self, cuda: bool) -> None:
         import torch
 
         self._torch = torch
-        self._prof = torch.autograd.profiler.profile(use_kineto=True, use_device="cuda" if cuda else None)
+        self._all_threads = pinned() and _all_threads() is not None
+        try:
+            self._start(cuda, _all_threads() if self._all_threads else None)
+        except RuntimeError:  # a Kineto build that refuses the option: the starting thread only
+            self._all_threads = False
+            self._start(cuda, None)
+        with torch.autograd.profiler.record_function(SESSION_MARKER):  # gone if another session replaced this one
+            pass
+
+    def _start(self, cuda: bool, config: Any) -> None:
+        self._prof = self._torch.autograd.profiler.profile(use_kineto=True, use_device="cuda" if cuda else None,
+                                                           experimental_config=config)
         self._prof._prepare_trace()
         self._prof._start_trace()
 
     def stop(self) -> tuple[Counter, Counter, Counter, Counter] | None:
         """(host op names, device kernel names, dispatcher ops, device nanoseconds per kernel name),
-        or None when someone else ended the session."""
-        if not self._torch.autograd._profiler_enabled():
+        or None when someone else ended the session (its opening marker is missing: an all-threads
+        session is not in `_profiler_enabled()`, which reads the calling thread's state)."""
+        if not self._all_threads and not self._torch.autograd._profiler_enabled():
             return None
         results = self._torch.autograd._disable_profiler()  # raw events: no FunctionEvent tree to build
         host, device, device_ns, ops = Counter(), Counter(), Counter(), Counter()
@@ -79,7 +98,20 @@ class _Session:
             host[name] += 1
             if DISPATCHER_OP.match(name) and not name.startswith("autograder::"):
                 ops[name] += 1
+        if host.pop(SESSION_MARKER, 0) != 1:
+            return None
         return host, device, ops, device_ns
+
+
+def _all_threads() -> Any:
+    """Kineto's option to record the ops of every thread: by default only the thread that started
+    the session is recorded, and a package could compute in a `threading.Thread` of its own."""
+    try:
+        from torch._C._profiler import _ExperimentalConfig
+
+        return _ExperimentalConfig(profile_all_threads=True)
+    except (ImportError, TypeError):  # a torch without the option (before 2.8): the starting thread only
+        return None
 
 
 class Accountant:
@@ -107,7 +139,14 @@ class Accountant:
         if self._pause_depth == 0:
             self._pause()
         _current = None
+        for name in restore():  # the grader's modules as the worker pinned them (see trust.py)
+            self.ledger.problems.append(f"the submission replaced the grader's {name} (tampering)")
         return self.verdict()
+
+    @property
+    def auditing(self) -> bool:
+        """Whether a perf audit's call runs now (its session records device kernels)."""
+        return self._audit_cuda is not None
 
     @property
     def recording(self) -> bool:
@@ -139,9 +178,10 @@ class Accountant:
     @contextmanager
     def paused(self) -> Iterator[None]:
         """Nothing is recorded inside (the test's oracle, the timed repetitions of a perf test).
-        Entered from the submission's own code, it pauses nothing and fails the test."""
-        if module := called_from_package(self.package):
-            self.ledger.problems.append(f"{module} tried to pause the op accounting (tampering)")
+        Asked for with the submission's code on the stack (trust.py decides by identity, not by
+        module name), it pauses nothing and fails the test."""
+        if where := called_from_package(self.package):
+            self.ledger.problems.append(f"{where} tried to pause the op accounting (tampering)")
             yield
             return
         if self._pause_depth == 0:
@@ -224,13 +264,9 @@ def _to_host(args: tuple, kwargs: dict) -> bool:
 
 
 def called_from_package(package: str) -> str:
-    """The module of the first frame on the current stack inside `package`, or "" if none is."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        if within(module, package):
-            return module
-        frame = frame.f_back
-    return ""
+    """Where the submission's code is on the current stack ("" if nowhere): a frame that is neither
+    code the worker compiled from the master tests nor in a module loaded before the package
+    (trust.foreign_caller); a name such as `__name__` decides nothing."""
+    return foreign_caller(package)
 
 

@@ -30,7 +30,13 @@ def forbidden_stub(name: str) -> Callable[..., object]:
 
 @contextmanager
 def lifted() -> Iterator[None]:
-    """The original forbidden APIs within the block (the test's oracle), the stubs again after."""
+    """The original forbidden APIs within the block (the test's oracle), the stubs again after.
+    With the submission's code on the stack (autograder/worker/trust.py) it lifts nothing."""
+    from autograder.worker import trust
+
+    if trust.pinned() and trust.foreign_caller(""):
+        yield
+        return
     saved = [(owner, attr, getattr(owner, attr, None)) for owner, attr, _ in _patched]
     for owner, attr, original in _patched:
         setattr(owner, attr, original)

@@ -8,7 +8,9 @@ The judge starts one worker per rank with the rank's coordinates in the environm
 - joins the process group: gloo (CPU) or NCCL (one GPU per rank), rendezvous through a file store
   in the test's private folder (no port to choose, none to clash between runs), gloo on loopback
   only, and a collective timeout shorter than the test's, so a rank stuck in a collective raises
-  its own error naming the collective before the judge has to kill it.
+  its own error naming the collective before the judge has to kill it;
+- confines itself to its own files (`autograder.worker.confine`): its private folder (HOME and
+  TMPDIR, set by the judge) and the store file, so no file can carry one rank's input to another.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import datetime
 import functools
 import os
+from pathlib import Path
 from typing import Any
 
 from autograder.protocol.messages import (
@@ -33,6 +36,11 @@ WATCHED = ("send", "recv", "isend", "irecv", "batch_isend_irecv", "broadcast", "
            "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "barrier", "monitored_barrier",
            "broadcast_object_list")
 PEER_KEYS = ("dst", "src", "group_dst", "group_src")
+
+
+def private_folder(group_folder: str | Path, rank: int) -> Path:
+    """Rank `rank`'s own folder in the group's folder: its HOME and TMPDIR live in it."""
+    return Path(group_folder) / f"rank{rank}"
 
 
 def rank_of_this_process() -> int | None:
@@ -113,4 +121,10 @@ def join_from_env() -> None:
     store = dist.FileStore(os.environ[ENV_STORE], world)
     progress.write("in init_process_group")
     dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
-    progress.write("ready (process group joined)")
+    from autograder.worker.confine import confine
+
+    group_folder = os.path.dirname(os.environ[ENV_STORE])
+    done = confine(group_folder=group_folder, own_folder=str(private_folder(group_folder, rank)),
+                   store_file=os.environ[ENV_STORE], nccl=backend == "nccl")
+    confined = f"confined by Landlock ABI {done.abi}" if done.abi else done.note
+    progress.write(f"ready (process group joined; {confined})")

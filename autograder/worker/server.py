@@ -11,19 +11,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
-import importlib.util
 import os
 import signal
 import socket
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from autograder.protocol.arena import Arena
 from autograder.protocol.messages import CALL_REQUESTS, ENV_ROLE, ROLE_WORKER, Op
 from autograder.protocol.rules import AccountingRules
 from autograder.protocol.wire import ProtocolError, expect, recv_frame, send_frame
-from autograder.worker import accounting, forbid, ranks
+from autograder.worker import accounting, forbid, ranks, toggles, trust
 from autograder.worker.blame import student_frame, student_paths
 from autograder.worker.refs import ObjectTable, WorkerCodec, exception_bases, qualified
 from autograder.worker.session import TestSession
@@ -46,7 +46,10 @@ class Worker:
         self.depth = 0
 
     # ---- the loop -----------------------------------------------------------------------------
-    def serve(self) -> None:
+    def serve(self, restore: Callable[[], list[str]] = trust.restore) -> None:
+        """`restore`, bound when this loop starts (a running frame cannot be rebound), puts back
+        whatever of the grader's worker-side code the package replaced before each request is
+        handled; the test's ledger names it (autograder/worker/trust.py)."""
         while True:
             try:
                 message = self._receive()
@@ -55,7 +58,14 @@ class Worker:
             except BaseException as exc:  # noqa: BLE001  resolving a name imported the package, which failed
                 self._send((Op.RAISED.value, describe(exc)))
                 continue
+            self._note_replaced(restore())
             self._handle(message)
+
+    def _note_replaced(self, names: list[str]) -> None:
+        acct = self.session.accountant if self.session is not None else None
+        for name in names:
+            if acct is not None:
+                acct.ledger.problems.append(f"the submission replaced the grader's {name} (tampering)")
 
     def _receive(self) -> tuple:
         tree, arena_size = recv_frame(self.sock)
@@ -180,29 +190,34 @@ class Worker:
         return getattr(target, f"__{name}__")(*args)
 
     @staticmethod
-    def _shipped(path: str, module_name: str, qualname: str, args: tuple, kwargs: dict) -> Any:
-        """Run a test-side function the judge ships (marked with `in_worker`) here."""
-        module = sys.modules.get(module_name)
-        if module is None or os.path.abspath(getattr(module, "__file__", "") or "") != os.path.abspath(path):
-            module = _load_test_module(module_name, path)
-        fn: Any = module
-        for part in qualname.split("."):
-            fn = getattr(fn, part)
-        return fn(*args, **kwargs)
+    def _shipped(path: str, module_name: str, qualname: str, args: tuple, kwargs: dict,
+                 source: str | None = None) -> Any:
+        """Run a test-side function the judge ships (marked with `in_worker`) here; `source` is the
+        module's text, sent with the first call of this worker (its view covers the test folders)."""
+        # the worker's own registry of the test modules it loaded, never `sys.modules` (where the package
+        # may plant one), and the function checked to be the test file's own (autograder/worker/trust.py)
+        module = trust.test_module(module_name, path, lambda: _load_test_module(module_name, path, source))
+        return trust.trusted_function(module, qualname)(*args, **kwargs)
 
     def _measure(self, target: Any, phase: str, options: dict) -> Any:
-        session = self.session or TestSession("", [], AccountingRules(), (), self.package)
+        if self.session is None and getattr(self, "_untested", None) is None:  # outside a test: one kept for all phases
+            self._untested = TestSession("", [], AccountingRules(), (), self.package)
+        session = self.session or self._untested
         device = options.get("device")
         if phase == "warmup":
+            first = options.get("first")
             return session.warmup(target, int(options["warmup"]), bool(options.get("flush_l2", True)), device,
-                                  bool(options.get("prime", False)), bool(options.get("cuda_graph", False)))
+                                  bool(options.get("prime", False)), bool(options.get("cuda_graph", False)),
+                                  None if first is None else tuple(first))
+        if phase == "calibrate":  # a round trip carrying payloads shaped as the timed request's: the judge times it
+            return options.get("echo")
         if phase == "timed":
             return session.timed(target, int(options["reps"]), bool(options["flush_l2"]), device,
-                                 bool(options.get("cuda_graph", False)))
+                                 bool(options.get("cuda_graph", False)), options.get("sets"))
         if phase == "replayed":
             return session.replayed(target, device)
         if phase == "audit":
-            return session.audit(target, device)
+            return session.audit(session.bound(target), device)
         raise ProtocolError(f"unknown measure phase {phase!r}")
 
     # ---- calls back into the judge ------------------------------------------------------------
@@ -225,18 +240,13 @@ def _op_of(tree: Any) -> Any:
     return None
 
 
-def _load_test_module(module_name: str, path: str) -> Any:
+def _load_test_module(module_name: str, path: str, source: str | None = None) -> Any:
     """Import a test module as its own trusted code: forbidden APIs lifted and nothing accounted
-    (its module level binds names such as SDPBackend and may run torch ops of its own)."""
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load the test module {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
+    (its module level binds names such as SDPBackend and may run torch ops of its own). Built from
+    `source` when the judge sent it, else read from `path` (a sandbox without a worker view)."""
     acct = accounting.current()
     with forbid.lifted(), (acct.paused() if acct is not None else contextlib.nullcontext()):
-        spec.loader.exec_module(module)
-    return module
+        return trust.load_trusted(module_name, path, source)  # its code objects registered as trusted
 
 
 def describe(exc: BaseException) -> dict[str, Any]:
@@ -257,7 +267,8 @@ def _load_conftest() -> None:
     if os.path.isfile("conftest.py"):
         sys.path.insert(0, os.getcwd())
         try:
-            importlib.import_module("conftest")
+            conftest = trust.test_module("conftest", "conftest.py", lambda: _load_test_module("conftest", "conftest.py"))
+            trust.pin_module("conftest", conftest)  # `from conftest import ...` in a test module gets this one
         except Exception:  # noqa: BLE001, S110  the package may not import; its tests will say so
             pass
 
@@ -273,6 +284,8 @@ def main(argv: list[str] | None = None) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
+    trust.pin(opts.package)  # before the package imports: what the grader trusts, by identity (trust.py)
+    toggles.guard(opts.package)  # the profiler's private switches are the grader's (toggles.py)
     ranks.join_from_env()  # a rank of a multi-rank test: watch the collectives, join the group
     _load_conftest()  # imports torch and the package when the tests do (the judge waits for HELLO)
 

@@ -60,30 +60,50 @@ class TestSession:
         return self.accountant.export().to_json()
 
     # ---- the phases of a bracketed measurement ----------------------------------------------
-    def warmup(self, fn: Callable[[], object], count: int, flush_l2: bool, device: Any, prime: bool,
-               cuda_graph: bool = False) -> None:
+    def warmup(self, fn: Callable[..., object], count: int, flush_l2: bool, device: Any, prime: bool,
+               cuda_graph: bool = False, first: tuple | None = None) -> None:
         """Pauses the accounting until the audit (stopping the profiler costs milliseconds: never
-        inside the phase the judge brackets). With cuda_graph, captures fn here, outside the
-        bracket, for the timed phase to replay."""
+        inside the phase the judge brackets). With `first` (rotated inputs), binds fn to static
+        buffers holding that set. With cuda_graph, captures the call here, outside the bracket,
+        for the timed phase to replay."""
         if self._pause is None and self.accountant is not None:
             self._pause = self.accountant.paused()
             self._pause.__enter__()
+        self._feed = (fn, timer.Feed.of(first)) if first is not None else None
+        call = self.bound(fn)
         for _ in range(count):
-            fn()
+            call()
         if cuda_graph:
-            self._replay = (fn, timer.capture(fn, device))
+            self._replay = (fn, timer.capture(call, device))
         if prime:  # the timing loop's own first-use costs (events, the L2 scratch) outside the bracket
             timer.samples(lambda: None, 2, flush_l2, device)
         timer.synchronize(device)
 
-    def timed(self, fn: Callable[[], object], reps: int, flush_l2: bool, device: Any,
-              cuda_graph: bool = False) -> list[float]:
+    def bound(self, fn: Callable[..., object]) -> Callable[[], object]:
+        """fn as the timed call: bound to the static input buffers of its warm-up, if it had any."""
+        owner, feed = getattr(self, "_feed", None) or (None, None)
+        return feed.bind(fn) if owner is fn else fn
+
+    def timed(self, fn: Callable[..., object], reps: int, flush_l2: bool, device: Any,
+              cuda_graph: bool = False, sets: list | None = None) -> Any:
+        """The samples; with `sets`, [samples, the copied output of each set's last repetition]."""
+        feed = None
+        if sets is not None:
+            owner, feed = getattr(self, "_feed", None) or (None, None)
+            if owner is not fn:
+                raise RuntimeError("measure(inputs=...): no input buffers were bound for this call in its warm-up")
+            feed.rotate(list(sets))
+        call = self.bound(fn)
         if cuda_graph:
-            captured, replay = getattr(self, "_replay", (None, None))
+            captured, call = getattr(self, "_replay", (None, None))
             if captured is not fn:
                 raise RuntimeError("measure(cuda_graph=True): no graph captured for this call in its warm-up")
-            return timer.samples(replay, reps, flush_l2, device)
-        return timer.samples(fn, reps, flush_l2, device)
+        if feed is None:
+            return timer.samples(call, reps, flush_l2, device)
+        times = timer.samples(call, reps, flush_l2, device, feed)
+        timer.synchronize(device)
+        kept, feed.sets, feed.kept = feed.kept, [], []  # the sources go with this request
+        return [times, kept]
 
     def replayed(self, fn: Callable[[], object], device: Any) -> Any:
         """What the last timed replay of fn's graph wrote (still inside the paused accounting)."""

@@ -1,7 +1,13 @@
-"""The timing loops of the course timer: warm-up, L2 flush, CUDA events, median of many reps.
+"""The timing loops of the course timer: warm-up, L2 flush, CUDA events, many reps.
 
 Pure code with no grading state: the worker runs them around the student's calls (the judge
 brackets that phase with its own clock), and the judge runs them around its own baselines.
+
+With rotated inputs (a `Feed`), the call reads static input buffers it was bound to once; the
+loop copies each of K source sets into them in turn, outside the timed span, for a run of
+consecutive repetitions, and copies out the output of each run's last repetition (also outside
+the timed span) for the judge to re-check. A cache keyed on the inputs' identity then answers with a stale result,
+and one keyed on their content must read them inside every timed repetition.
 """
 
 from __future__ import annotations
@@ -9,7 +15,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # Larger than the L2 of any current GPU (H100/H200: 50 MB), so one write evicts it.
@@ -18,8 +24,9 @@ L2_FLUSH_BYTES = 256 * 1024 * 1024
 
 @dataclass(frozen=True)
 class Timing:
-    """Seconds per call over `reps` timed repetitions (after warm-up). `output` is what the last
-    call returned when the submission was timed in the worker (re-checked by the test)."""
+    """Seconds per call over `reps` timed repetitions (after warm-up). `output` is what the audited
+    call returned when the submission was timed in the worker (re-checked by the test); `outputs`,
+    with rotated inputs, what the last timed repetition of each input set returned."""
 
     median_s: float
     mean_s: float
@@ -30,9 +37,17 @@ class Timing:
     reps: int
     output: Any = None
     replayed: Any = None  # cuda_graph: what the graph's last timed replay left in its output tensors
+    outputs: tuple = ()
+
+    @property
+    def graded_s(self) -> float:
+        """The seconds per call perf tests grade: the mean, sum / reps, which is the statistic the
+        judge's clock vouches for when the worker timed the call (autograder/judge/bracket.py)."""
+        return self.mean_s
 
     @classmethod
-    def from_samples(cls, samples: list[float], output: Any = None, replayed: Any = None) -> Timing:
+    def from_samples(cls, samples: list[float], output: Any = None, replayed: Any = None,
+                     outputs: tuple = ()) -> Timing:
         if not samples:
             raise ValueError("no timing samples: reps must be at least 1")
         ordered = sorted(samples)
@@ -47,6 +62,7 @@ class Timing:
             reps=len(ordered),
             output=output,
             replayed=replayed,
+            outputs=tuple(outputs),
         )
 
 
@@ -67,15 +83,22 @@ def synchronize(device: object | None) -> None:
         torch.cuda.synchronize(cuda)
 
 
-def samples(fn: Callable[[], object], reps: int, flush_l2: bool, device: object | None) -> list[float]:
-    """Seconds of each of `reps` calls (no warm-up): CUDA events on a GPU, perf_counter on CPU."""
+def samples(fn: Callable[[], object], reps: int, flush_l2: bool, device: object | None,
+            feed: Feed | None = None) -> list[float]:
+    """Seconds of each of `reps` calls (no warm-up): CUDA events on a GPU, perf_counter on CPU.
+    With a feed, each repetition's inputs are loaded before it and the last output of each set kept
+    after it, both outside the timed span."""
     cuda = cuda_device(device)
     if cuda is None:
         out = []
-        for _ in range(reps):
+        for i in range(reps):
+            if feed is not None:
+                feed.load(i, reps)
             start = time.perf_counter()
-            fn()
+            result = fn()
             out.append(time.perf_counter() - start)
+            if feed is not None:
+                feed.keep(i, reps, result)
         return out
     import torch
 
@@ -84,11 +107,15 @@ def samples(fn: Callable[[], object], reps: int, flush_l2: bool, device: object 
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for i in range(reps):
+        if feed is not None:
+            feed.load(i, reps)
         if scratch is not None:
-            scratch.zero_()  # evict the previous repetition's data from L2
+            scratch.zero_()  # evict the previous repetition's data (and the copied-in inputs) from L2
         starts[i].record()
-        fn()
+        result = fn()
         ends[i].record()
+        if feed is not None:
+            feed.keep(i, reps, result)
     torch.cuda.synchronize(cuda)
     return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
 
@@ -100,8 +127,9 @@ class Replay:
     def __init__(self, graph: Any, output: Any) -> None:
         self.graph, self.output = graph, output
 
-    def __call__(self) -> None:
+    def __call__(self) -> Any:
         self.graph.replay()
+        return self.output
 
 
 def copy_of(value: Any) -> Any:
@@ -112,7 +140,87 @@ def copy_of(value: Any) -> Any:
 
     if type(value) in (tuple, list):
         return type(value)(copy_of(v) for v in value)
+    if type(value) in (int, float, bool, str, type(None)):  # immutable builtins: the value itself
+        return value
     return torch.Tensor.clone(value) if type(value) is torch.Tensor else None
+
+
+@dataclass
+class Feed:
+    """Rotated inputs: `static` are the arguments the timed call is bound to (tensors the loop owns,
+    read by a captured graph too), `sets` the K source sets copied into them: repetition i runs on
+    set i * K // reps, so each set has a run of consecutive repetitions, copied in once before the
+    first of them (fewer copies than repetitions: the judge's estimate of them stays close);
+    `kept[k]` is a copy of what the last repetition on set k returned."""
+
+    static: tuple
+    sets: list[tuple] = field(default_factory=list)
+    kept: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, first: tuple) -> Feed:
+        """Static buffers shaped as the set `first` and holding its values (plain tensors only)."""
+        return cls(tuple(_static_copy(v) for v in first))
+
+    def bind(self, fn: Callable[..., object]) -> Callable[[], object]:
+        return lambda: fn(*self.static)
+
+    def rotate(self, sets: list[tuple]) -> None:
+        """The source sets of the next timing loop: ValueError unless each matches the static
+        buffers (tensors of the same shape, dtype and device; other arguments equal)."""
+        check_sets([self.static, *sets])
+        self.sets, self.kept = list(sets), [None] * len(sets)
+
+    def load(self, i: int, reps: int) -> None:
+        """Before repetition i: copy its set into the static buffers if it starts a new run."""
+        import torch
+
+        k = set_of(i, reps, len(self.sets))
+        if not self.sets or (i > 0 and set_of(i - 1, reps, len(self.sets)) == k):
+            return
+        with torch.no_grad():  # a copy into a leaf that requires grad is no autograd op
+            for dst, src in zip(self.static, self.sets[k], strict=True):
+                if type(dst) is torch.Tensor:
+                    dst.copy_(src)
+
+    def keep(self, i: int, reps: int, result: Any) -> None:
+        """After repetition i: a copy of its output if it ends its set's run."""
+        k = set_of(i, reps, len(self.sets))
+        if self.sets and (i == reps - 1 or set_of(i + 1, reps, len(self.sets)) != k):
+            self.kept[k] = copy_of(result)
+
+
+def set_of(i: int, reps: int, k: int) -> int:
+    """The input set of repetition i of reps over k sets (consecutive runs, as even as they divide)."""
+    return i * k // reps if k else 0
+
+
+def _static_copy(value: Any) -> Any:
+    import torch
+
+    if type(value) is torch.Tensor:
+        return value.detach().clone().requires_grad_(value.requires_grad)
+    return value
+
+
+def check_sets(sets: list[tuple]) -> None:
+    """ValueError unless every set has the same arguments: tensors alike in shape, dtype, device
+    and requires_grad at each position, any other argument equal (and of an immutable builtin type)."""
+    import torch
+
+    first = sets[0]
+    for k, one in enumerate(sets):
+        if type(one) not in (tuple, list) or len(one) != len(first):
+            raise ValueError(f"measure: input set {k} is not a tuple of {len(first)} arguments")
+        for pos, (a, b) in enumerate(zip(first, one, strict=True)):
+            if type(a) is torch.Tensor and type(b) is torch.Tensor:
+                if (a.shape, a.dtype, a.device, a.requires_grad) != (b.shape, b.dtype, b.device, b.requires_grad):
+                    raise ValueError(f"measure: argument {pos} of input set {k} is a tensor of another shape, "
+                                     f"dtype, device or requires_grad than in set 0")
+            elif type(a) is torch.Tensor or type(b) is torch.Tensor or type(b) not in (int, float, bool, str) \
+                    or type(a) is not type(b) or a != b:
+                raise ValueError(f"measure: argument {pos} of input set {k} must be a tensor as in set 0, or "
+                                 f"an int, float, bool or str equal to set 0's")
 
 
 def capture(fn: Callable[[], object], device: object | None) -> Callable[[], object]:
@@ -151,10 +259,18 @@ def replayed_output(call: Callable[[], object], device: object | None) -> Any:
     return copy_of(call.output)
 
 
-def timed(fn: Callable[[], object], warmup: int, reps: int, flush_l2: bool, device: object | None,
-          cuda_graph: bool = False) -> Timing:
+def timed(fn: Callable[..., object], warmup: int, reps: int, flush_l2: bool, device: object | None,
+          cuda_graph: bool = False, sets: list[tuple] | None = None) -> Timing:
+    """Warm up on the first set, then time `reps` calls rotating over `sets` (or `fn()` without)."""
+    feed = Feed.of(sets[0]) if sets else None
+    if feed is not None:
+        feed.rotate(sets)
+        fn = feed.bind(fn)
     for _ in range(warmup):
         fn()
     synchronize(device)
     call = capture(fn, device) if cuda_graph else fn
-    return Timing.from_samples(samples(call, reps, flush_l2, device), replayed=replayed_output(call, device))
+    times = samples(call, reps, flush_l2, device, feed)
+    synchronize(device)
+    return Timing.from_samples(times, replayed=replayed_output(call, device),
+                               outputs=tuple(feed.kept) if feed is not None else ())

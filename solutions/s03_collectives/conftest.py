@@ -122,6 +122,34 @@ def all_to_all_on_rank(cases: list[list]) -> list[list]:
 
 
 # ---- in the judge: expected values, and what a wrong one says --------------------------------------
+def secret_inputs(world: int, numels: list[int]) -> list[torch.Tensor]:
+    """One int64 input per rank, drawn here in the judge from a seed no rank sees (not the test's
+    seed): sent to its own rank only (ranks.run_each), so the others can learn it only from the
+    messages. Values below 2**40: sums over 4 ranks stay exact."""
+    import secrets
+
+    g = torch.Generator().manual_seed(secrets.randbits(62))
+    return [torch.randint(0, 2**40, (numels[r],), generator=g, dtype=torch.int64) for r in range(world)]
+
+
+def sources_of(payload: torch.Tensor, inputs: list[torch.Tensor], sizes: list[int]) -> tuple[int, set[int]] | None:
+    """(block, ranks) such that payload == the sum of block `block` (of chunk sizes `sizes`) of the
+    inputs of exactly those ranks, or None: what a message carried, decoded from the judge's own
+    draws (random 40-bit values: two subsets give the same sum with negligible chance)."""
+    from itertools import combinations
+
+    payload = payload.reshape(-1).to(torch.int64)
+    for block, size in enumerate(sizes):
+        if size != payload.numel():
+            continue
+        start = offset(sizes, block)
+        for k in range(1, len(inputs) + 1):
+            for subset in combinations(range(len(inputs)), k):
+                if torch.equal(sum(inputs[s][start : start + size] for s in subset), payload):
+                    return block, set(subset)
+    return None
+
+
 def expected_sum(world: int, shape: tuple[int, ...]) -> torch.Tensor:
     return sum(sum_input("int", r, tuple(shape)) for r in range(world))
 
@@ -241,9 +269,10 @@ def check_all_to_all(outs: list, cases: list[list], where: str) -> None:
 
 
 @contextmanager
-def sends_recorded(records: list):
+def sends_recorded(records: list, payloads: bool = False):
     """Record [peer, numel] of each send and isend the package makes while the block runs (also
-    through distributed_c10d's names, which dist.P2POp and batch_isend_irecv use)."""
+    through distributed_c10d's names, which dist.P2POp and batch_isend_irecv use); with payloads,
+    [peer, numel, a copy of the tensor sent], for the judge to check what crossed (sources_of)."""
     import torch.distributed as dist
     import torch.distributed.distributed_c10d as c10d
 
@@ -252,7 +281,8 @@ def sends_recorded(records: list):
         original = getattr(dist, name)
 
         def spy(tensor, dst=None, *args, _original=original, **kwargs):
-            records.append([dst if dst is not None else kwargs.get("group_dst"), tensor.numel()])
+            record = [dst if dst is not None else kwargs.get("group_dst"), tensor.numel()]
+            records.append(record + [tensor.detach().clone()] if payloads else record)
             return _original(tensor, dst, *args, **kwargs)
 
         owners = [dist, c10d] + [m for n, m in list(sys.modules.items())

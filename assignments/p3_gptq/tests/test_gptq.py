@@ -50,20 +50,27 @@ def test_gptq_equals_the_naive_obs_procedure(oracles, tol, group, act):
     torch.testing.assert_close(r.g_idx, g_idx.to(torch.int32), **tol("exact"))
 
 
-def test_gptq_never_does_worse_than_rtn_on_correlated_inputs(oracles):
+def test_gptq_cuts_rtns_output_error_by_30_percent_on_correlated_inputs(oracles):
     x = correlated(1024, 128, seed=4)
     w = torch.randn(32, 128, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
     g = GPTQ(128)
     g.add_batch(x)
     cfg = QuantConfig(4, 32)
     e_gptq, e_rtn = oracles.mse(x, w, g.quantize(w, cfg).weight), oracles.mse(x, w, oracles.rtn(w, cfg))
-    assert e_gptq < e_rtn  # GPTQ minimizes exactly this error; RTN ignores X
+    # GPTQ minimizes exactly this error; RTN ignores X. Measured (CPU, fp64) on seeds (4, 5), (6, 7),
+    # (8, 9): GPTQ 0.46, 0.50, 0.49 of RTN's error; RTN with a per-group clip search (no error
+    # compensation) 0.91, 0.87, 0.82; plain RTN 1.0. The bar, 0.7, sits 0.2 above GPTQ and below the best RTN.
+    assert e_gptq <= 0.7 * e_rtn, (
+        f"output MSE {e_gptq:.4g} is {e_gptq / e_rtn:.3f} of RTN's {e_rtn:.4g}; GPTQ's error compensation reaches "
+        "about 0.5 here, rounding alone (even with a clip search) no better than 0.8")
 
 
 def test_an_indefinite_hessian_after_damping_raises_a_clear_error(monkeypatch):
     g = GPTQ(2)
     g.add_batch(torch.ones(4, 2, dtype=torch.float64))
     # Eigenvalues 3 and -1: 1% damping (0.01) cannot make it positive definite.
+    monkeypatch.setattr(g, "H", torch.tensor([[2.0, 1.0], [1.0, 2.0]], dtype=torch.float64))  # eigenvalues 3, 1
+    assert g.quantize(torch.randn(4, 2, dtype=torch.float64), QuantConfig(4, -1)).weight.shape == (4, 2)
     monkeypatch.setattr(g, "H", torch.tensor([[1.0, 2.0], [2.0, 1.0]], dtype=torch.float64))
     with pytest.raises(ValueError, match="positive definite"):
         g.quantize(torch.randn(4, 2, dtype=torch.float64), QuantConfig(4, -1))

@@ -85,6 +85,8 @@ def test_latency_stats_match_numpy(tol):
 def test_latency_stats_refuse_a_replay_without_a_second_token():
     with pytest.raises(ValueError):
         latency_stats(Replay((), ((0.1,), (0.2,))))
+    one_more = latency_stats(Replay((StepRecord(0.0, 1.0, 0, 0, 0),), ((0.1,), (0.2, 0.5))))
+    assert abs(one_more.tpot_p50 - 0.3) < 1e-9, "one request with a second token: its TPOT, 0.3 s"
 
 
 @in_worker

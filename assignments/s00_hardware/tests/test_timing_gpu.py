@@ -1,4 +1,7 @@
-"""GPU tier: the student's timer and ceilings agree with the course timer, measured in the same run."""
+"""GPU tier: the student's timer and ceilings agree with the course timer, measured in the same run.
+
+Here the course timer times only the judge's own GEMM and copy, in the judge: its median is its
+own (no bracket, no rotation needed), compared with the median the student's benchmark reports."""
 
 import statistics  # noqa: I001 (the grader's imports before the package's)
 import time

@@ -60,14 +60,33 @@ def test_gptq_cuts_every_linears_output_error_against_rtn(run):
     assert median <= 0.6 and worst <= 0.85
 
 
+def assert_gptq_weights(run, bits: int) -> None:
+    """Perplexity alone cannot tell GPTQ from rounding: measured on CPU, w4 g128 RTN is 1.027x FP (under
+    the 3 % bar) and RTN with a per-group clip search 1.019x (GPTQ: 1.023x); at 3 bits clip-searched
+    RTN even beats GPTQ (25.99 vs 26.25). The per-linear output error tells them apart by far: its
+    median ratio to RTN's is 0.44 (w4) / 0.46 (w3) for GPTQ, 1.0 for RTN, 0.85 / 0.73 with a clip
+    search (max 1.20 / 1.25). A perplexity gate counts only where that ratio shows GPTQ's weights."""
+    r = run[bits]["ratios"]
+    median, worst = r[len(r) // 2], r[-1]
+    assert median <= 0.6 and worst <= 0.85, (
+        f"w{bits}: MSE(yours) / MSE(RTN) per linear, median {median:.3f} (bar 0.6), max {worst:.3f} (bar 0.85): "
+        "these weights do not reduce the output error the way GPTQ's error compensation does, so their "
+        "perplexity is not credited")
+
+
 @pytest.mark.points(3)
 def test_w4_g128_gptq_perplexity_within_3_percent_of_fp(run):
     ratio = run[4]["gptq"] / run["fp"]
     print(f"FP {run['fp']:.2f}, w4 g128 GPTQ {run[4]['gptq']:.2f} ({ratio:.4f}x)")
+    assert_gptq_weights(run, 4)
     assert ratio <= 1.03
 
 
 @pytest.mark.points(2)
 def test_3_bit_gptq_perplexity_beats_rtn(run):
     print(f"w3 g128: GPTQ {run[3]['gptq']:.2f}, RTN {run[3]['rtn']:.2f}")
-    assert run[3]["gptq"] < run[3]["rtn"]
+    assert_gptq_weights(run, 3)
+    # Measured on CPU: GPTQ 26.25, RTN 26.62 (0.986x). The bar, 0.995x, leaves GPTQ 0.9 % and
+    # rounds RTN itself (1.0x) out by 0.5 %; the ratio gate above is what keeps any rounding out.
+    assert run[3]["gptq"] <= 0.995 * run[3]["rtn"], (
+        f"w3 perplexity {run[3]['gptq']:.2f} is {run[3]['gptq'] / run[3]['rtn']:.4f}x RTN's; expected at most 0.995x")

@@ -91,16 +91,26 @@ def test_rtn_per_channel_and_a_partial_last_group(oracles, tol):
 @pytest.mark.parametrize("kwargs", [{"bits": 1}, {"bits": 17}, {"group_size": 0}, {"group_size": 48},
                                     {"damp_percent": -0.1}, {"damp_percent": float("nan")}, {"block_size": 0}])
 def test_bad_configs_raise_value_error(kwargs):
+    good = QuantConfig(3, 64, sym=False)  # a valid config is accepted as given (one that always raises earns nothing)
+    assert (good.bits, good.group_size, good.sym) == (3, 64, False)
     with pytest.raises(ValueError):
         QuantConfig(**kwargs)
 
 
 def test_quantize_before_any_batch_raises_value_error():
+    g = GPTQ(8)
     with pytest.raises(ValueError):
-        GPTQ(8).quantize(torch.zeros(4, 8, dtype=torch.float64), QuantConfig(4, -1))
+        g.quantize(torch.zeros(4, 8, dtype=torch.float64), QuantConfig(4, -1))
+    g.add_batch(torch.randn(16, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64))
+    assert g.quantize(torch.ones(4, 8, dtype=torch.float64), QuantConfig(4, -1)).weight.shape == (4, 8), (
+        "after add_batch the same call must quantize")
 
 
 def test_non_finite_inputs_raise_value_error_not_nans():
+    finite = GPTQ(8)
+    finite.add_batch(torch.randn(16, 8, generator=torch.Generator().manual_seed(1), dtype=torch.float64))
+    w = torch.randn(4, 8, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    assert finite.quantize(w, QuantConfig(4, -1)).weight.isfinite().all(), "finite inputs must quantize"
     g = GPTQ(8)
     g.add_batch(torch.full((4, 8), float("nan"), dtype=torch.float64))
     with pytest.raises(ValueError):

@@ -71,3 +71,5 @@ def test_a_packed_weight_with_the_wrong_rows_raises_value_error(oracles, device)
     a = torch.randn(2, 248).half().to(device)  # K = 248 but qweight has 256 / 8 rows
     with pytest.raises(ValueError, match="qweight"):
         w4a16_matmul(a, *(t[key].to(device) for key in KEYS))
+    right = torch.randn(2, 256).half().to(device)  # the same weight with K = 256 works
+    assert w4a16_matmul(right, *(t[key].to(device) for key in KEYS)).shape == (2, 64)

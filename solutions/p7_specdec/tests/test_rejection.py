@@ -105,3 +105,5 @@ def test_verify_with_one_hot_rows_is_greedy():
 def test_verify_refuses_mismatched_shapes():
     with pytest.raises(ValueError):
         verify(torch.tensor([1, 2]), rows(0, 2, 5), rows(1, 2, 5))
+    got = verify(torch.tensor([1, 2]), rows(0, 2, 5), rows(1, 3, 5), torch.Generator().manual_seed(0))
+    assert len(got.tokens) == got.num_accepted + 1, "matching shapes (gamma drafts, gamma + 1 target rows) must verify"

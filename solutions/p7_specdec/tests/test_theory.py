@@ -40,5 +40,8 @@ def test_expected_speedup_divides_tokens_by_the_round_cost(tol):
                                   lambda: expected_tokens_from_rates([0.5, -0.1]), lambda: expected_speedup(0.5, 2, -1.0)],
                          ids=["alpha>1", "gamma<0", "rate<0", "c<0"])
 def test_out_of_range_inputs_are_refused(call):
+    # the edges of each range are valid: a function that refuses everything earns nothing here
+    assert expected_tokens_per_call(1.0, 0) == 1 and expected_tokens_from_rates([0.0, 1.0]) == 1
+    assert expected_speedup(0.5, 2, 0.0) > 0
     with pytest.raises(ValueError):
         call()

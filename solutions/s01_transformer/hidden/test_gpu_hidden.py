@@ -38,31 +38,52 @@ def test_model_on_cuda_matches_hf_on_cpu(make_hf_llama, hf_logits, hf_greedy):
 
 @in_worker
 def decode_runs():
-    """In the worker: a bf16 model on the GPU and the two generate calls to time, without arguments."""
+    """In the worker: a bf16 model on the GPU and the two generate calls to time, as calls of the
+    prompt ids (the judge rotates its own sets of ids through them)."""
     torch.manual_seed(0)
     with torch.device("cuda"):
         model = Llama(PERF_CONFIG)
     model = model.to(torch.bfloat16).eval()
-    ids = torch.randint(0, PERF_CONFIG.vocab_size, (PERF_BATCH, PROMPT_LEN), device="cuda")
-    cached = lambda: generate(model, ids, max_new_tokens=NEW_TOKENS, use_cache=True)  # noqa: E731
-    uncached = lambda: generate(model, ids, max_new_tokens=NEW_TOKENS, use_cache=False)  # noqa: E731
-    return ids, cached, uncached
+    cached = lambda ids: generate(model, ids, max_new_tokens=NEW_TOKENS, use_cache=True)  # noqa: E731
+    uncached = lambda ids: generate(model, ids, max_new_tokens=NEW_TOKENS, use_cache=False)  # noqa: E731
+    return cached, uncached
+
+
+def _decode_flops(cached: bool) -> float:
+    """The least FLOPs of a generate call: 2 per weight of the layers (embedding and head left out)
+    per token through the stack; attention's own products left out, so a lower bound."""
+    c = PERF_CONFIG
+    attn = c.hidden_size * c.head_dim * (2 * c.num_attention_heads + 2 * c.num_key_value_heads)
+    per_layer = attn + 3 * c.hidden_size * c.intermediate_size
+    if cached:  # the prompt once, then one token per step
+        tokens = PERF_BATCH * (PROMPT_LEN + NEW_TOKENS - 1)
+    else:  # every step recomputes the whole prefix
+        tokens = PERF_BATCH * sum(PROMPT_LEN + i for i in range(NEW_TOKENS))
+    return 2 * c.num_hidden_layers * per_layer * tokens
 
 
 @pytest.mark.gpu
 @pytest.mark.perf
 @pytest.mark.points(2)
 def test_cached_decode_speedup(perf):
-    from autograder.timing import measure
+    from autograder.timing import Work, measure
 
-    ids, cached, uncached = decode_runs()
-    for run in (cached, uncached):  # both must do the full work before being timed
-        out = run()
-        assert out.shape == (PERF_BATCH, PROMPT_LEN + NEW_TOKENS)
-        assert torch.equal(out[:, :PROMPT_LEN], ids)
-        assert ((out >= 0) & (out < PERF_CONFIG.vocab_size)).all()
+    g = torch.Generator(device="cuda").manual_seed(1)
+    # 4 prompt sets, each repetition on its own set (a generate call is long: one each is enough),
+    # so no repetition repeats an input a cache could answer
+    sets = [(torch.randint(0, PERF_CONFIG.vocab_size, (PERF_BATCH, PROMPT_LEN), device="cuda", generator=g),)
+            for _ in range(4)]
+
+    def check(i, out):  # the full work on set i: its prompt kept, NEW_TOKENS valid ids after it
+        assert out.shape == (PERF_BATCH, PROMPT_LEN + NEW_TOKENS), f"set {i}: shape {tuple(out.shape)}"
+        assert torch.equal(out[:, :PROMPT_LEN], sets[i][0]), f"set {i}: the output does not start with its prompt"
+        assert ((out >= 0) & (out < PERF_CONFIG.vocab_size)).all(), f"set {i}: ids outside the vocabulary"
+
+    cached, uncached = decode_runs()
     # Token equality is checked in fp32 on CPU; bf16 on GPU is not shape-invariant, so not here.
-    t_cached = measure(cached, warmup=1, reps=5, flush_l2=False)
-    t_uncached = measure(uncached, warmup=1, reps=3, flush_l2=False)
+    t_cached = measure(cached, warmup=1, reps=4, flush_l2=False, inputs=sets, check=check,
+                       work=Work(flops=_decode_flops(True)))
+    t_uncached = measure(uncached, warmup=1, reps=4, flush_l2=False, inputs=sets, check=check,
+                         work=Work(flops=_decode_flops(False)))
     # Both time prefill + NEW_TOKENS steps, so the ratio of times is the ratio of tokens/s.
-    perf.record("cached_decode_speedup", t_uncached.median_s / t_cached.median_s)
+    perf.record("cached_decode_speedup", t_uncached.graded_s / t_cached.graded_s)

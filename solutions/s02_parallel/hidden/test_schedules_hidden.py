@@ -69,6 +69,7 @@ def test_timeline_of_three_stages_with_slow_backwards_by_hand():
 
 @pytest.mark.points(1)
 def test_simulate_refuses_a_backward_waiting_for_a_forward_that_never_runs():
+    simulate_schedule(actions("F0 B0"), forward_time=1.0, backward_time=2.0)  # positive times: it runs
     with pytest.raises(ValueError):
         simulate_schedule(actions("F0 F1 B0 B1", "F0 B0 B1"))
     for times in ((1.0, 0.0), (0.0, 2.0), (-1.0, 2.0), (1.0, -2.0)):  # each time alone must be positive

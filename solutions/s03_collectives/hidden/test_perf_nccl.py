@@ -1,7 +1,9 @@
 """GPU tier: two GPUs over NCCL. The student's ring_all_reduce on CUDA tensors against NCCL's own
 all_reduce (the baseline, inside oracle()), 64 MiB of float32, both timed in the same run with
-autograder.timing.measure on every rank (warm-up, CUDA events, median of 20). Same S and n, so
-the ratio of their bus bandwidths is the ratio of their times. Graded against
+autograder.timing.measure on every rank (warm-up, CUDA events, mean of 20 over 4 input sets copied
+into the buffer in turn, each repetition summing a fresh copy). Same S and n, so the ratio of
+their bus bandwidths is the ratio of their times. The whole measurement runs in the ranks'
+workers: it is their word, checked against nothing the judge clocks. Graded against
 [perf.ring_busbw_vs_nccl] of assignment.toml for this hardware; with no bar for it (none is set
 yet) the test is "not graded here", and on a machine with fewer than two GPUs too."""
 
@@ -26,12 +28,15 @@ def busbw_on_rank() -> list:
     device = torch.device("cuda", torch.cuda.current_device())
     check = sum_input("int", dist.get_rank(), (CHECK,)).to(device)
     ring_all_reduce(check)  # exact first, on rank-tagged integers (this also opens the pair's NCCL channels)
-    x = torch.ones(N, device=device)  # summed in place again at every call: 2**24 at most, finite
-    mine = measure(lambda: ring_all_reduce(x), warmup=3, reps=20, device=device)
-    y = torch.ones(N, device=device)
+    sets = [(torch.full((N,), float(i + 1), device=device),) for i in range(4)]  # each copied in before a call
+
+    def summed(i, out):  # every rank holds i + 1: the sum over 2 ranks
+        assert torch.equal(out, torch.full_like(out, 2.0 * (i + 1))), f"ring_all_reduce of input set {i} is wrong"
+
+    mine = measure(ring_all_reduce, warmup=3, reps=20, device=device, inputs=sets, check=summed)
     with oracle():
-        theirs = measure(lambda: dist.all_reduce(y), warmup=3, reps=20, device=device)
-    return [check.cpu(), mine.median_s, theirs.median_s]
+        theirs = measure(lambda y: dist.all_reduce(y), warmup=3, reps=20, device=device, inputs=sets)
+    return [check.cpu(), mine.graded_s, theirs.graded_s]
 
 
 @pytest.mark.perf

@@ -55,6 +55,7 @@ def test_expand_tiles_is_rows_then_columns():
 
 @pytest.mark.points(1)
 def test_quantize_fp8_validates_its_input():
+    assert dequantize_fp8(quantize_fp8(torch.ones(4, 4), (1, 2))).shape == (4, 4)  # a valid input quantizes
     for bad in (torch.randn(2, 3, 4), torch.randn(4, 4, dtype=torch.float64), torch.tensor([[1.0, float("inf")]])):
         with pytest.raises(ValueError):
             quantize_fp8(bad, (1, 2))
@@ -81,6 +82,7 @@ def test_fp8_linear_with_mixed_recipes_and_ragged_k(oracles, tol, xt, wt):
 @pytest.mark.points(1)
 def test_fp8_linear_refuses_tiles_that_straddle():
     x, w = torch.randn(8, 256), torch.randn(16, 256)
+    assert fp8_linear(quantize_fp8(x, (1, 128)), quantize_fp8(w, (128, 128))).shape == (8, 16)  # aligned tiles work
     with pytest.raises(ValueError):
         fp8_linear(quantize_fp8(x, (1, 96)), quantize_fp8(w, (128, 128)))
     with pytest.raises(ValueError):

@@ -115,6 +115,7 @@ def test_expand_params_covers_every_element():
 @pytest.mark.points(1)
 def test_quantize_refuses_integer_and_zero_dim_inputs():
     cfg = IntQuantConfig()
+    assert quantize(torch.arange(8, dtype=torch.float32)[None], cfg) is not None  # the same values as floats quantize
     with pytest.raises(ValueError):
         quantize(torch.arange(8), cfg)
     with pytest.raises(ValueError):

@@ -29,6 +29,8 @@ def test_dead_channels_get_scale_one():
 @pytest.mark.points(1)
 def test_smooth_scales_validate_alpha_and_shapes():
     x, w = torch.randn(4, 8), torch.randn(3, 8)
+    for alpha in (0.0, 1.0):  # the ends of [0, 1] are valid
+        assert smooth_scales(x, w, alpha).shape == (8,)
     for alpha in (-0.1, 1.5):
         with pytest.raises(ValueError):
             smooth_scales(x, w, alpha)
@@ -120,6 +122,7 @@ def test_output_error_is_the_mean_squared_output_difference(tol):
 
 @pytest.mark.points(1)
 def test_awq_search_validates_the_grid():
+    assert len(awq_search(torch.randn(4, 128), torch.randn(4, 128), INT4_G128, grid=1).errors) == 2  # grid 1 is valid
     with pytest.raises(ValueError):
         awq_search(torch.randn(4, 128), torch.randn(4, 128), INT4_G128, grid=0)
 

@@ -39,6 +39,7 @@ def test_a_dense_family_has_no_mtp_layers_even_with_the_key():
 @pytest.mark.parametrize("key", ["vocab_size", "num_hidden_layers", "intermediate_size"])
 def test_each_required_key_is_named_when_missing(key):
     cfg = small("mixtral-8x7b")
+    assert from_config(dict(cfg)) is not None  # the whole config is accepted
     del cfg[key]
     with pytest.raises(ValueError, match=key):
         from_config(cfg)

@@ -64,6 +64,7 @@ def test_the_budget_rounds_the_weights_up_and_the_tokens_down():
 def test_weights_that_do_not_fit_are_refused_with_the_shortfall():
     a = from_config(real("llama-3-70b"))
     shortfall = 2 * 70_553_706_496 - 80 * 10**9
+    assert max_cached_tokens(a, 2 * 70_553_706_496) == 0  # weights that just fit leave no room, and no error
     with pytest.raises(ValueError, match=f"{shortfall:,}"):  # the handout: say by how much
         max_cached_tokens(a, 80 * 10**9)
 

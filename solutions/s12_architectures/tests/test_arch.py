@@ -46,6 +46,7 @@ def test_unknown_family_and_missing_key_are_refused_by_name():
     with pytest.raises(ValueError, match="gpt2"):
         from_config({"model_type": "gpt2", "hidden_size": 8})
     cfg = small("llama-3-8b")
+    assert from_config(dict(cfg)) is not None  # the whole config is accepted
     del cfg["hidden_size"]
     with pytest.raises(ValueError, match="hidden_size"):
         from_config(cfg)

@@ -45,6 +45,9 @@ def test_a_job_that_can_never_fit_is_refused():
 
 @pytest.mark.points(1)
 def test_configs_are_validated():
+    # the valid neighbours of each refused config are built (a constructor that always raises earns nothing)
+    assert Job(job_id=1, arrival=0, duration=1).duration == 1 and NodeSpec("a", 4, islands=((0, 1), (2, 3))).num_gpus == 4
+    assert len(ClusterSpec((NodeSpec("a", 4), NodeSpec("b", 4))).nodes) == 2
     for bad in [{"duration": 0}, {"arrival": -1}, {"pods": 0}, {"gpus_per_pod": 0}, {"tp_scope": "rack"},
                 {"mig_profile": "5g.90gb"}, {"mig_profile": "3g.71gb", "gpus_per_pod": 2}]:
         with pytest.raises(ValueError):
