@@ -211,6 +211,30 @@ def manual(results_json: Path, question: str, points: float, comment: str) -> No
 
 
 @cli.command()
+@click.argument("results_json", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("test")
+@click.option("--release/--deny", required=True, help="award what the test earned before the hold, or nothing")
+@click.option("--comment", default="", help="the reason, shown with the decision")
+def review(results_json: Path, test: str, release: bool, comment: str) -> None:
+    """Decide held tests (TEST: a nodeid, its end, or "all") in a results.json written by
+    `grade --json`: --release awards what each earned before the hold, --deny nothing; the total is
+    updated in place."""
+    import json
+
+    from autograder.host.review import record_review
+
+    data = json.loads(results_json.read_text())
+    try:
+        rows = record_review(data, test, release=release, comment=comment)
+    except ValueError as e:
+        raise GraderError(str(e)) from None
+    atomic.write_text(results_json, json.dumps(data, indent=1))  # never a half-written results file
+    for row in rows:
+        console.print(f"{row['name']}: {row['score']:g}/{row['max_score']:g}", highlight=False)
+    console.print(f"total now {data['score']:g}", highlight=False)
+
+
+@cli.command()
 @click.argument("aid")
 @click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
 @click.option("--gpu-only", is_flag=True, help="only the mutants marked gpu = true")

@@ -138,3 +138,29 @@ def test_the_summary_counts_held_points_apart():
     r.tests = [TestResult(test, HELD, "held for an instructor's review: demo/ops.py:1: walks the garbage collector")]
     line = report.summary_line(r)
     assert line.startswith("s00_demo: 0/0 points") and "2 points of 1 tests held for an instructor's review" in line
+
+
+def test_an_instructor_releases_or_denies_held_tests_in_the_results_file(flagged, tmp_path):
+    """`autograder review`: a released test earns what it earned before the hold (its points; a perf
+    test its credit from the metrics it recorded), a denied one nothing; the total follows."""
+    from click.testing import CliRunner
+
+    from autograder.cli import cli
+    from autograder.host.review import record_review
+
+    result, _ = flagged
+    path = tmp_path / "r.json"
+    report.write_files([result], error=None, meta=None, json_path=str(path), junit_path=None, markdown_path=None)
+    data = json.loads(path.read_text())
+    assert data["score"] == 0
+    with pytest.raises(ValueError, match="no held test 'test_nothing_like_it'.*test_add_small_integers"):
+        record_review(data, "test_nothing_like_it", release=True)
+    out = CliRunner().invoke(cli, ["review", str(path), "::test_add_small_integers", "--release", "--comment", "ok"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(path.read_text())
+    row = next(r for r in data["tests"] if r["name"].endswith("::test_add_small_integers"))
+    assert (row["score"], row["max_score"], row["status"]) == (row["extra_data"]["points"],) * 2 + ("passed",)
+    assert row["output"].startswith("released by an instructor") and data["score"] == row["score"]
+    denied = record_review(data, "all", release=False)
+    assert denied and all(r["score"] == 0 and r["status"] == "failed" for r in denied)
+    assert data["score"] == row["score"]  # the released test is no longer held: "all" left it alone

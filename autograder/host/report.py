@@ -186,7 +186,8 @@ def gradescope(results: list[AssignmentResult], *, error: str | None = None, met
                 "tags": [result.id, "hidden" if t.test.hidden else "public"] + (["gpu"] if t.test.gpu else []),
                 "visibility": _visibility(t),
                 "extra_data": {"status": t.status, "metrics": t.metrics, "duration_s": t.duration_s,
-                               "points": t.test.points} | ({"attachments": as_json(t.attachments)} if t.attachments else {}),
+                               "points": t.test.points} | ({"attachments": as_json(t.attachments)} if t.attachments else {})
+                              | ({"held_score": round(t.held_score, 4)} if t.status == HELD else {}),
             })
     output = "\n".join(line for r in results for line in [summary_line(r), *(f"note: {n}" for n in r.notes),
                                                           *_held_lines(r)])

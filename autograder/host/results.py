@@ -59,6 +59,7 @@ class TestResult:
     score: float = 0.0
     perf_notes: list[str] = field(default_factory=list)
     attachments: list[Attachment] = field(default_factory=list)
+    held_score: float = 0.0  # HELD: what an instructor's release awards (`autograder review`)
 
     @property
     def graded(self) -> bool:

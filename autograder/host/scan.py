@@ -112,7 +112,7 @@ def hold_flagged(tests: list[TestResult], findings: list[Finding]) -> str:
     reason = f"held for an instructor's review: the package reaches into the grader or torch's internals: {listed}"
     held = [t for t in tests if t.status == PASSED]
     for t in held:  # perf notes stay: what the reviewer would be granting
-        t.status, t.reason, t.score = HELD, reason, 0.0
+        t.status, t.reason, t.held_score, t.score = HELD, reason, t.score, 0.0
     points = sum(t.test.points for t in held)
     return (f"held for an instructor's review ({len(held)} passed tests, {points:g} points, no points counted): "
             "the package reaches into the grader or torch's internals:\n  "

@@ -12,19 +12,36 @@ H200's bar), marked provisional in the note with the tag that measured it.
 from __future__ import annotations
 
 from autograder.hardware import family
-from autograder.host.results import FAILED, NOT_GRADED, PASSED, TestResult
+from dataclasses import replace
+
+from autograder.host.results import FAILED, HELD, NOT_GRADED, PASSED, TestResult
 from autograder.host.spec import AssignmentSpec, PerfMetric, Threshold
 
 
 def score_all(results: list[TestResult], spec: AssignmentSpec, hardware: str) -> None:
     for result in results:
         result.score = 0.0
+        if result.status == HELD:
+            result.held_score = _would_earn(result, spec, hardware)
         if result.status != PASSED:
             continue
         if result.test.perf:
             _score_perf(result, spec, hardware)
         else:
             result.score = result.test.points
+
+
+def _would_earn(result: TestResult, spec: AssignmentSpec, hardware: str) -> float:
+    """What a held test earns if an instructor releases it: its points, or a perf test's credit
+    from the metrics it recorded (none recorded: nothing)."""
+    if not result.test.perf:
+        return result.test.points
+    if not result.metrics:
+        return 0.0
+    probe = replace(result, status=PASSED, perf_notes=[])
+    _score_perf(probe, spec, hardware)
+    result.perf_notes = probe.perf_notes
+    return probe.score
 
 
 def _score_perf(result: TestResult, spec: AssignmentSpec, hardware: str) -> None:
