@@ -104,6 +104,21 @@ def _readable_around(hidden: Path) -> list[str]:
     return out
 
 
+def _coverage_folder() -> str:
+    """The folder coverage.py writes its data to while `autograder tasks` measures which tasks the
+    public tests reach ("" otherwise). COVERAGE_PROCESS_START comes from the grader's environment;
+    the package loads only after the rank is confined, so it cannot point this anywhere."""
+    import configparser
+
+    rc = os.environ.get("COVERAGE_PROCESS_START", "")
+    if not rc or not os.path.isfile(rc):
+        return ""
+    parser = configparser.ConfigParser()
+    parser.read(rc)
+    data_file = parser.get("run", "data_file", fallback="")
+    return os.path.dirname(os.path.abspath(data_file)) if data_file else ""
+
+
 def confine(*, group_folder: str, own_folder: str, store_file: str, nccl: bool) -> Confinement:
     """Restrict this process as the module docstring says; returns what was applied."""
     abi = landlock_abi()
@@ -121,6 +136,8 @@ def confine(*, group_folder: str, own_folder: str, store_file: str, nccl: bool) 
         for path in _readable_around(Path(group_folder).resolve()):
             _add(ruleset, path, READ, handled)
         _add(ruleset, own_folder, OWN, handled)
+        if coverage := _coverage_folder():
+            _add(ruleset, coverage, OWN, handled)
         _add(ruleset, store_file, READ_FILE | WRITE_FILE | TRUNCATE, handled)
         for device in ("/dev",) if nccl else DEVICES:
             _add(ruleset, device, READ | WRITE_FILE | TRUNCATE, handled)
