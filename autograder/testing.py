@@ -92,6 +92,12 @@ def in_worker(fn: F) -> F:
     return shipped  # type: ignore[return-value]
 
 
+class AnswerProblem(AssertionError):
+    """What is wrong with the student's own answer file (missing, a link, bad TOML, not a number, not
+    answered yet). Raised in the judge with a message made only of the judge's words and that file,
+    never a value from the worker: a hidden test shows it too (see judge/feedback.py)."""
+
+
 def read_answer(root: str | os.PathLike[str], rel: str, max_bytes: int = 1 << 20) -> str:
     """The text of the student's file `rel` (e.g. "answers/run.json") under `root` (the run's folder:
     pytest's rootdir), read without following links and capped at `max_bytes`; a missing file or a
@@ -103,9 +109,9 @@ def read_answer(root: str | os.PathLike[str], rel: str, max_bytes: int = 1 << 20
     try:
         return read_no_follow(Path(root) / rel)[:max_bytes].decode(errors="replace")
     except FileNotFoundError:
-        raise AssertionError(f"{rel} is missing: make it from your own run (see the README)") from None
+        raise AnswerProblem(f"{rel} is missing: make it from your own run (see the README)") from None
     except OSError as e:
-        raise AssertionError(f"{rel} could not be read ({e.strerror}; a link is refused): write the file itself") from None
+        raise AnswerProblem(f"{rel} could not be read ({e.strerror}; a link is refused): write the file itself") from None
 
 
 def numeric_answer(root: str | os.PathLike[str], answer_id: str, key: str) -> float:
@@ -120,12 +126,12 @@ def numeric_answer(root: str | os.PathLike[str], answer_id: str, key: str) -> fl
     try:
         table = tomllib.loads(read_answer(root, rel, 64 * 1024))
     except tomllib.TOMLDecodeError as e:
-        raise AssertionError(f"{rel} is not valid TOML: {e}") from None
+        raise AnswerProblem(f"{rel} is not valid TOML: {e}") from None
     value = table.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise AssertionError(f"{rel}: {key} must be a number, got {value!r}")
+        raise AnswerProblem(f"{rel}: {key} must be a number, got {value!r}")
     if math.isnan(value):
-        raise AssertionError(f"{rel}: {key} is not answered yet (nan): replace it with your value")
+        raise AnswerProblem(f"{rel}: {key} is not answered yet (nan): replace it with your value")
     return float(value)
 
 

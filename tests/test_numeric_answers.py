@@ -81,7 +81,7 @@ def test_unmatched_markers_in_a_numeric_answer_are_an_authoring_error():
 def test_the_reference_earns_the_points_and_the_stub_is_told_to_answer(course):
     assert _row(course, solution=True).score == 2
     stub = _row(course)
-    assert stub.score == 0 and "mean_of_1_2_6 is not answered yet (nan)" in stub.output
+    assert stub.score == 0 and "mean_of_1_2_6 is not answered yet (nan)" in stub.reason
 
 
 def test_a_right_number_earns_and_a_wrong_one_does_not(course, tmp_path):
@@ -91,17 +91,17 @@ def test_a_right_number_earns_and_a_wrong_one_does_not(course, tmp_path):
     (sub / "answers" / "numbers.toml").write_text("mean_of_1_2_6 = 3.1\n")
     assert _row(course, submission=sub).score == 0
     (sub / "answers" / "numbers.toml").write_text('mean_of_1_2_6 = "3"\n')
-    assert "must be a number, got '3'" in _row(course, submission=sub).output
+    assert "must be a number, got '3'" in _row(course, submission=sub).reason
 
 
 def test_a_missing_answer_file_is_never_filled_from_the_reference(course, tmp_path):
     sub = _submission(course, tmp_path)  # a right package, no answers/numbers.toml
     row = _row(course, submission=sub)
-    assert row.score == 0 and "answers/numbers.toml is missing" in row.output
+    assert row.score == 0 and "answers/numbers.toml is missing" in row.reason
 
 
 def test_an_answer_file_that_links_to_the_reference_is_refused(course, tmp_path):
     sub = _submission(course, tmp_path)
     (sub / "answers" / "numbers.toml").symlink_to(course.solutions / "s00_demo" / "answers" / "numbers.toml")
     row = _row(course, submission=sub)
-    assert row.score == 0 and "answers/numbers.toml is missing" in row.output
+    assert row.score == 0 and "answers/numbers.toml is missing" in row.reason

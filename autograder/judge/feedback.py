@@ -54,6 +54,10 @@ def hidden_violation(verdict: str) -> str:
 def hidden_reason(exc: BaseException) -> str:
     """The reason of a hidden test that raised: the builtin exception type, and an untouched stub's
     task id; never the message (its values may come from the submission) nor a type it named."""
+    from autograder.testing import AnswerProblem
+
+    if isinstance(exc, AnswerProblem):  # the judge's words about the student's own answer file
+        return failure_reason(exc)
     name = type(exc).__name__
     builtin = getattr(builtins, name, None)
     if not (isinstance(builtin, type) and issubclass(builtin, BaseException)):

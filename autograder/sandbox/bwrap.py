@@ -91,7 +91,9 @@ class BwrapBackend:
         """Nothing of the host is visible but what a grading needs (`read_only_paths`), /dev's
         devices when the run needs a GPU, and the work dir, the only writable place."""
         paths = read_only_paths(request)
-        argv = ["bwrap", *_binds(paths), "--proc", "/proc", "--tmpfs", "/tmp"]
+        # /tmp first: a grader or interpreter that lives under the host's /tmp (an unpacked Gradescope
+        # zip) is bound on top of the private /tmp, not hidden under it
+        argv = ["bwrap", "--tmpfs", "/tmp", *_binds(paths), "--proc", "/proc"]
         argv += ["--dev-bind", "/dev", "/dev"] if request.gpu else ["--dev", "/dev"]
         for tree in request.hide:  # a hidden tree inside a bound one (a course under a venv's folder)
             if any(p in tree.parents for p in paths):
