@@ -77,7 +77,8 @@ def test_a_fork_bomb_in_a_container_is_contained_and_leaves_nothing(demo_course,
     roots: list[Path] = []
     result, by_name = _grade(demo_course, sub, "docker", roots)
     _assert_add_tests_earn_nothing(by_name)
-    assert by_name["test_mean_of_empty_list_raises_value_error"].status == "passed"
+    # ran (and passed) after the bomb; held, as the tamper scan flags the package's os.fork
+    assert by_name["test_mean_of_empty_list_raises_value_error"].status == "held"
     assert roots and not any(_live_processes_mentioning(str(root)) for root in roots)
     assert not containers_left(roots)
 
