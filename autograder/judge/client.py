@@ -9,6 +9,7 @@ arenas inherited; its output goes to a pipe the judge drains into the test's rep
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -60,6 +61,9 @@ class WorkerClient:
         self._rng: Any = None               # the global RNG state the worker last reported
         self.greeted = False
         self.shipped_sources: set[str] = set()  # test modules whose text this worker was sent
+        self.guard: tuple[str, ...] | None = None  # an audit worker: the ops it allows (judge/audit.py)
+        self.view: dict[str, list] = {}         # its extra mount view: "binds", "fresh" (judge/worker_view.py)
+        self.picker: Any = None                 # chooses one call of each test to audit (judge/audit.py)
         self._output: list[str] = []
         self._output_lock = threading.Lock()
 
@@ -74,7 +78,10 @@ class WorkerClient:
         argv = [sys.executable, "-m", "autograder.worker.server", "--sock-fd", str(fds[0]), "--to-judge-fd",
                 str(to_judge), "--from-judge-fd", str(from_judge), "--generation", str(self.generation),
                 "--package", self.package]
-        argv = worker_view.launch_argv(sys.executable, list(_hidden_from_workers), argv)  # tests, records covered
+        if self.guard is not None:
+            argv += ["--guard", json.dumps(list(self.guard))]
+        argv = worker_view.launch_argv(sys.executable, list(_hidden_from_workers), argv,  # tests, records covered
+                                       self.view.get("binds", []), self.view.get("fresh", []))
         self.shipped_sources = set()  # a fresh worker has been sent no test module's source
         env = {"OMP_WAIT_POLICY": "PASSIVE"} | dict(os.environ) | self.env | {ENV_ROLE: ROLE_WORKER}  # see grade._base_env
         self.proc = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -171,7 +178,11 @@ class WorkerClient:
         self._ensure()
         if op is Op.SHIPPED:  # (path, module, qualname, args, kwargs): the worker cannot read the path itself
             args = (*args, self._source_once(args[0]))
-        return self._exchange((op.value, self._take_releases(), self._rng_to_send(), *args))
+        picked = self.picker.before(op, args) if self.picker is not None and self.depth == 0 else None
+        value = self._exchange((op.value, self._take_releases(), self._rng_to_send(), *args))
+        if picked is not None:
+            self.picker.after(picked, value)
+        return value
 
     def _source_once(self, path: Any) -> str | None:
         """The text of the test module at `path` the first time this worker needs it (its view covers

@@ -29,7 +29,7 @@ import pytest
 
 from autograder import marks
 from autograder.hardware import cuda_device_count, has_cuda
-from autograder.judge import importer
+from autograder.judge import audit, importer
 from autograder.judge.client import WorkerClient, hide_from_workers
 from autograder.judge.feedback import (
     HIDDEN_DETAIL,
@@ -48,6 +48,7 @@ from autograder.worker.session import CALL_MARKER
 
 PR_SET_DUMPABLE = 4
 _client: WorkerClient | None = None
+_audit: audit.GuardedAudit | None = None  # a kernel exercise's audit worker (judge/audit.py)
 
 
 def client() -> WorkerClient:
@@ -127,7 +128,23 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         importer.install(package, _client, given)
         hides = getattr(early_config.known_args_namespace, "ag_worker_hides", "")
         hide_from_workers([p for p in hides.split(",") if p])  # the run's tests and records, covered for every worker
+        _start_audit(early_config, package, given)  # its pristine copy of the package: before any worker runs
         _client.start()
+
+
+def _start_audit(early_config: pytest.Config, package: str, given: list[str]) -> None:
+    """A kernel exercise gets a guarded audit (judge/audit.py): the judge copies the package while no
+    worker has run yet, into its own folder beside the results file (covered for every worker)."""
+    global _audit
+    rules = AccountingRules.from_json(json.loads(getattr(early_config.known_args_namespace, "ag_accounting", "{}")))
+    if not rules.compute_in_kernels:
+        return
+    results = getattr(early_config.known_args_namespace, "ag_results", None)
+    workdir = Path.cwd()
+    binds = audit.pristine_copy([package, *given], workdir, Path(results).parent) if results else []
+    _audit = audit.GuardedAudit(package, rules.allowed_ops, binds, audit.writable_folders(workdir))
+    assert _client is not None
+    _client.picker = audit.Picker()
 
 
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
@@ -137,6 +154,8 @@ def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str)
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _client is not None:
         _client.kill()
+    if _audit is not None:
+        _audit.close()
 
 
 def world_of(item: pytest.Item) -> tuple[int, str]:
@@ -291,8 +310,13 @@ class _Recorder:
         required = self._required(item)
         if _client is not None:
             _client.begin_test(item.nodeid, self._forbidden, self._rules.to_json(), list(required))
+            if _client.picker is not None:
+                _client.picker.reset()
+        passed = False
         try:
-            return (yield)
+            result = yield
+            passed = True
+            return result
         except BaseException as exc:
             state.call_raised = f"{type(exc).__name__}"
             if isinstance(exc, HeldForReview):  # the judge's own class: a worker's exception is a mirror, never this
@@ -301,6 +325,8 @@ class _Recorder:
             raise
         finally:
             state.violation = self._end_in_worker(state, required)
+            if passed and not state.violation and required:
+                state.violation = _audited(state)
             if state.violation and is_hidden(item.nodeid):  # its ledger's names are the worker's text
                 state.violation = hidden_violation(state.violation)
             if state.violation:
@@ -359,6 +385,18 @@ class _Recorder:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self._emit({"kind": RecordKind.SESSION_END.value, "exitstatus": int(session.exitstatus)})
+
+
+def _audited(state: _TestState) -> str:
+    """The guarded audit of the call the picker chose in this passed test ("" when it agrees, or when
+    this is no kernel exercise or the test made no call with plain arguments)."""
+    call = _client.picker.call if _client is not None and _client.picker is not None else None
+    if _audit is None or call is None:
+        return ""
+    problem = _audit.replay(call)
+    if problem and (output := _audit.output()):
+        state.output.append(f"[output of the audit worker]\n{output}")
+    return problem
 
 
 def _verdict(state: _TestState) -> tuple[str, str]:

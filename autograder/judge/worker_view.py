@@ -26,6 +26,7 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWNS = 0x00020000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+MS_BIND, MS_REMOUNT = 0x1000, 0x20
 NOT_BUILT = "[worker view] not built:"  # the launcher's line when it falls back (in the worker's output)
 
 
@@ -44,22 +45,51 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def cover(paths: list[str]) -> None:
+def cover(paths: list[str], binds: list[tuple[str, str]] = (), fresh: list[str] = ()) -> None:
     """Enter a user + mount namespace of this process and hide each existing path under an empty
-    read-only tmpfs; OSError (nothing half-done is left visible to rely on) where that is refused."""
+    read-only tmpfs; OSError (nothing half-done is left visible to rely on) where that is refused.
+
+    fresh: folders that get an empty writable tmpfs first (an audit worker must not read what an
+    earlier worker wrote there); the working directory, if inside one, is bound back in place.
+    binds: (source, target) folders: a read-only view of source at target, made before the covers
+    (a source inside a covered folder stays readable through its bind)."""
     libc = _libc()
     _enter_namespaces(libc)
     _check(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "make mounts private")
+    for path in fresh:
+        _empty(libc, path, keep=os.getcwd())
+    for source, target in binds:
+        _check(libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None), f"bind {target}")
+        _check(libc.mount(b"none", target.encode(), None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC, None),
+               f"make {target} read-only")
     flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
     for path in paths:
         if os.path.isdir(path):
             _check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, b"size=4k,mode=0"), f"cover {path}")
         elif os.path.exists(path):
-            _check(libc.mount(b"/dev/null", path.encode(), None, 0x1000, None), f"cover {path}")  # MS_BIND
+            _check(libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"cover {path}")
     # A second pair of namespaces locks the covers: a mount that a less privileged namespace
     # inherits cannot be unmounted there, even by a worker that runs as uid 0 (no own uid: root
     # keeps its capabilities in its namespace across exec).
     _enter_namespaces(libc)
+
+
+def _empty(libc: ctypes.CDLL, path: str, keep: str) -> None:
+    """An empty writable tmpfs over folder `path`; `keep` (a folder inside it) is bound back where it
+    was, through a descriptor opened before the tmpfs hid it."""
+    if not os.path.isdir(path):
+        return
+    inside = os.path.commonpath([path, keep]) == path and keep != path
+    fd = os.open(keep, os.O_PATH | os.O_DIRECTORY) if inside else -1
+    try:
+        _check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777"), f"empty {path}")
+        if inside:
+            os.makedirs(keep, exist_ok=True)
+            _check(libc.mount(f"/proc/self/fd/{fd}".encode(), keep.encode(), None, MS_BIND | MS_REC, None),
+                   f"bind {keep} back")
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _enter_namespaces(libc: ctypes.CDLL) -> None:
@@ -85,11 +115,27 @@ def available() -> str:
     return "" if os.waitstatus_to_exitcode(status) == 0 else "user namespaces are refused here"
 
 
-def launch_argv(python: str, hide: list[str], argv: list[str]) -> list[str]:
-    """The command that starts `argv` behind the covers (argv itself when there is nothing to hide)."""
-    if not hide:
+def launch_argv(python: str, hide: list[str], argv: list[str], binds: list[tuple[str, str]] = (),
+                fresh: list[str] = ()) -> list[str]:
+    """The command that starts `argv` behind the covers (argv itself when there is nothing to do)."""
+    if not (hide or binds or fresh):
         return argv
-    return [python, "-m", "autograder.judge.worker_view", "--hide", ",".join(hide), "--", *argv]
+    options = ["--hide", ",".join(hide), "--bind", ",".join(f"{s}={t}" for s, t in binds), "--fresh", ",".join(fresh)]
+    return [python, "-m", "autograder.judge.worker_view", *options, "--", *argv]
+
+
+USAGE = "usage: worker_view --hide PATH[,PATH...] [--bind SRC=DST[,...]] [--fresh PATH[,...]] -- COMMAND..."
+
+
+def _options(args: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """({option: comma-separated values}, the command after "--")."""
+    if "--" not in args:
+        raise SystemExit(USAGE)
+    cut = args.index("--")
+    head, command = args[:cut], args[cut + 1:]
+    if len(head) % 2 or not command or any(k not in ("--hide", "--bind", "--fresh") for k in head[::2]):
+        raise SystemExit(USAGE)
+    return {k: [v for v in value.split(",") if v] for k, value in zip(head[::2], head[1::2])}, command
 
 
 def main(args: list[str]) -> None:
@@ -97,13 +143,13 @@ def main(args: list[str]) -> None:
         why = available()
         print(why or "ok")
         sys.exit(0 if not why else 1)
-    if len(args) < 4 or args[0] != "--hide" or args[2] != "--":
-        raise SystemExit("usage: worker_view --hide PATH[,PATH...] -- COMMAND...")
+    options, command = _options(args)
+    binds = [tuple(b.split("=", 1)) for b in options.get("--bind", []) if "=" in b]
     try:
-        cover([p for p in args[1].split(",") if p])
+        cover(options.get("--hide", []), binds, options.get("--fresh", []))  # type: ignore[arg-type]
     except OSError as exc:
         print(f"{NOT_BUILT} {exc}", flush=True)
-    os.execv(args[3], args[3:])
+    os.execv(command[0], command)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import socket
@@ -23,7 +24,7 @@ from autograder.protocol.arena import Arena
 from autograder.protocol.messages import CALL_REQUESTS, ENV_ROLE, ROLE_WORKER, Op
 from autograder.protocol.rules import AccountingRules
 from autograder.protocol.wire import ProtocolError, expect, recv_frame, send_frame
-from autograder.worker import accounting, forbid, ranks, toggles, trust
+from autograder.worker import accounting, forbid, guard, ranks, toggles, trust
 from autograder.worker.blame import student_frame, student_paths
 from autograder.worker.refs import ObjectTable, WorkerCodec, exception_bases, qualified
 from autograder.worker.session import TestSession
@@ -44,6 +45,7 @@ class Worker:
         self.codec = WorkerCodec(to_judge, from_judge, self.table, generation, package, self._call_back)
         self.session: TestSession | None = None
         self.depth = 0
+        self.guard: guard.Guard | None = None  # an audit worker's: armed before its first call
 
     # ---- the loop -----------------------------------------------------------------------------
     def serve(self, restore: Callable[[], list[str]] = trust.restore) -> None:
@@ -104,6 +106,8 @@ class Worker:
                 torch.random.set_rng_state(rng)
         received = [(t, t._version) for t in self.codec.received]
         generators = list(self.codec.received_generators)
+        if self.guard is not None and op == Op.CALL.value:
+            self.guard.arm()
         try:
             result = self._dispatch(Op(op), args)
         except BaseException as exc:  # noqa: BLE001  everything the submission raises goes back
@@ -278,12 +282,14 @@ def main(argv: list[str] | None = None) -> None:
     for name in ("--sock-fd", "--to-judge-fd", "--from-judge-fd", "--generation"):
         parser.add_argument(name, type=int, required=True)
     parser.add_argument("--package", required=True)
+    parser.add_argument("--guard", default=None, help="an audit worker: refuse every torch op off this allowlist (JSON)")
     opts = parser.parse_args(argv)
     os.environ[ENV_ROLE] = ROLE_WORKER
     try:  # die with the judge (a hung judge is killed by the trusted side; its worker goes with it)
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
+    refuser = guard.Guard(tuple(json.loads(opts.guard))) if opts.guard is not None else None  # before the package
     trust.pin(opts.package)  # before the package imports: what the grader trusts, by identity (trust.py)
     toggles.guard(opts.package)  # the profiler's private switches are the grader's (toggles.py)
     ranks.join_from_env()  # a rank of a multi-rank test: watch the collectives, join the group
@@ -291,6 +297,7 @@ def main(argv: list[str] | None = None) -> None:
 
     sock = socket.socket(fileno=opts.sock_fd)
     worker = Worker(sock, Arena(opts.to_judge_fd), Arena(opts.from_judge_fd), opts.generation, opts.package)
+    worker.guard = refuser
     try:
         worker.serve()
     except (ConnectionError, ProtocolError):
