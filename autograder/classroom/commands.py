@@ -79,7 +79,7 @@ def grade_class_cmd(course: Course, aid: str, folder: Path, out: str | None, job
 
 @click.group()
 def gradebook() -> None:
-    """Look at the gradebook, enter written-answer points, export."""
+    """Look at the gradebook, enter written-answer points, review held tests, export."""
 
 
 @gradebook.command("show")
@@ -126,6 +126,66 @@ def manual_cmd(course: Course, aid: str, student: str, question: str, points: fl
             raise GraderError(str(e)) from None
         export_class(book=book, assignment_id=aid, out=target)
     _say(f"{student}, {aid}:{question}: {points:g}/{full:g} recorded; exports updated")
+
+
+@gradebook.command("review")
+@click.argument("aid")
+@click.argument("student")
+@click.argument("test")
+@click.option("--release/--deny", required=True, help="award what the test earned before the hold, or nothing")
+@click.option("--comment", default="", help="the reason, shown with the decision")
+@click.option("--by", "reviewer", default=None, help="who decides, kept in the audit trail (default: the login name)")
+@click.option("--out", default=None, help=OUT_HELP)
+@click.pass_obj
+def review_cmd(course: Course, aid: str, student: str, test: str, release: bool, comment: str,
+               reviewer: str | None, out: str | None) -> None:
+    """Release or deny STUDENT's held tests of AID (TEST: a nodeid, its end, or "all" still awaiting a
+    decision) for the current submission: a release awards what each earned before the hold, a denial
+    nothing. A regrade of the same submission keeps the decision; a new submission does not."""
+    import getpass
+
+    from autograder.classroom.export import export_class
+    from autograder.classroom.grade_class import GRADEBOOK
+    from autograder.classroom.gradebook import Gradebook
+    from autograder.classroom.reviews import record_decision
+
+    target = _out(course, out)
+    with Gradebook(target / GRADEBOOK) as book:
+        try:
+            decided = record_decision(book, student=student, assignment=aid, test=test, release=release,
+                                      reviewer=reviewer or getpass.getuser(), comment=comment, root=target)
+        except ValueError as e:
+            raise GraderError(str(e)) from None
+        export_class(book=book, assignment_id=aid, out=target)
+    for h in decided:
+        _say(f"{student}, {h.name}: {h.awarded:g}/{h.outcome.points:g} ({'released' if release else 'denied'})")
+    _say("exports updated")
+
+
+@gradebook.command("held")
+@click.argument("aid")
+@click.option("--student", default=None, help="only this student's current submission")
+@click.option("--decided", is_flag=True, help="also the tests already released or denied, with who, when and why")
+@click.option("--out", default=None, help=OUT_HELP)
+@click.pass_obj
+def held_cmd(course: Course, aid: str, student: str | None, decided: bool, out: str | None) -> None:
+    """The tests of AID held for an instructor's review: why, and what a release would award."""
+    from autograder.classroom.grade_class import GRADEBOOK
+    from autograder.classroom.gradebook import Gradebook
+    from autograder.classroom.reviews import held_tests
+
+    table = Table(title=f"{aid}: tests held for review")
+    for column in ("student", "test", "reason", "would earn", "decision"):
+        table.add_column(column, overflow="fold")
+    with Gradebook(_out(course, out) / GRADEBOOK) as book:
+        found = [h for h in held_tests(book, aid, student) if decided or h.decision is None]
+    for h in found:
+        o = h.outcome
+        would = "unknown" if o.held_score is None else f"{o.held_score:g}"
+        table.add_row(*(escape(x) for x in (h.student, o.nodeid, o.reason.splitlines()[0] if o.reason else "",
+                                            f"{would}/{o.points:g}", h.decision.line() if h.decision else "awaiting")))
+    console.print(table)
+    _say(f"{sum(h.decision is None for h in found)} awaiting a decision")
 
 
 @gradebook.command("export")

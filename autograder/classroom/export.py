@@ -3,7 +3,10 @@
 - `grades.csv`: one row per student, the final score (automatic points plus the instructor's
   written-answer points, less the late penalty) first; a submission that could not be graded has
   no score and says why; points still awaiting an instructor are a column of their own, and so
-  are the points of tests held for an instructor's review (the tamper scan or the judge held them).
+  are the points of tests held for an instructor's review (the tamper scan or the judge held them);
+  once reviewed (`gradebook review`), a released test's points count in the score (`released_points`)
+  and a decided test counts in `max_score`.
+- `reviews.csv`: every decision on a held test, superseded ones included (the audit trail).
 - `students/<student>.json` (results with the instructor's points and the lateness applied, in the
   form Gradescope shows) and `students/<student>.md` (what to tell the student).
 - `report.md` and `report.png`: the score histogram and each test's pass rate, the tests the class
@@ -22,14 +25,21 @@ from pathlib import Path
 
 from autograder.classroom.discover import safe_name
 from autograder.classroom.gradebook import GRADED, Gradebook, Outcome
+from autograder.classroom.reviews import HeldTest, held_of, trail
 from autograder.host import atomic
 from autograder.host.report import upload_form
 from autograder.host.results import HELD, MANUAL, NOT_GRADED, PASSED
+from autograder.host.review import record_review, verdict
 from autograder.host.written import record_manual
 
 CSV_COLUMNS = ("student", "assignment", "score", "max_score", "status", "auto_score", "manual_points",
-               "pending_points", "held_points", "late_days", "penalty", "submitted_at", "graded_at", "note",
+               "pending_points", "held_points", "released_points", "late_days", "penalty", "submitted_at",
+               "graded_at", "note",
                "submission_hash", "grader_version")
+
+
+REVIEW_COLUMNS = ("student", "assignment", "submission_hash", "test", "decision", "points", "max_points", "reviewer",
+                  "reviewed_at", "comment", "current")
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,7 @@ class StudentGrade:
     outcomes: list[Outcome]
     manual_points: float
     pending_points: float
+    held: tuple[HeldTest, ...] = ()  # its held tests, with the instructor's decisions
 
     @property
     def graded(self) -> bool:
@@ -47,17 +58,24 @@ class StudentGrade:
 
     @property
     def max_score(self) -> float:
-        """Automatic points graded here plus every written answer's points."""
-        return self.row["max_score"] + sum(o.points for o in self.outcomes if o.status == MANUAL)
+        """Automatic points graded here plus every written answer's and every reviewed test's points."""
+        reviewed = sum(h.outcome.points for h in self.held if h.decision is not None)
+        return self.row["max_score"] + sum(o.points for o in self.outcomes if o.status == MANUAL) + reviewed
 
     @property
     def held_points(self) -> float:
-        """Points of tests held for an instructor's review: in no total until reviewed."""
-        return sum(o.points for o in self.outcomes if o.status == HELD)
+        """Points of tests held for an instructor's review and not yet decided: in no total."""
+        return sum(h.outcome.points for h in self.held if h.decision is None)
+
+    @property
+    def released_points(self) -> float:
+        """What the instructor's releases of held tests award (a denial awards nothing)."""
+        return sum(h.awarded for h in self.held)
 
     @property
     def score(self) -> float:
-        return round((self.row["score"] + self.manual_points) * (1 - self.row["penalty"]), 4)
+        earned = self.row["score"] + self.manual_points + self.released_points
+        return round(earned * (1 - self.row["penalty"]), 4)
 
     @property
     def status(self) -> str:
@@ -77,7 +95,7 @@ def student_grades(book: Gradebook, assignment_id: str) -> list[StudentGrade]:
         written = {o.nodeid.split("/")[-1].removesuffix(".md::written"): o for o in outcomes if o.status == MANUAL}
         given = sum(manual[q]["points"] for q in written if q in manual)
         pending = sum(o.points for q, o in written.items() if q not in manual)
-        grades.append(StudentGrade(row, outcomes, given, pending))
+        grades.append(StudentGrade(row, outcomes, given, pending, tuple(held_of(book, row))))
     return grades
 
 
@@ -90,9 +108,25 @@ def lms_csv(grades: list[StudentGrade]) -> str:
         graded = g.graded
         writer.writerow([r["student"], r["assignment"], f"{g.score:g}" if graded else "",
                          f"{g.max_score:g}" if graded else "", g.status, f"{r['score']:g}" if graded else "",
-                         f"{g.manual_points:g}", f"{g.pending_points:g}", f"{g.held_points:g}", r["late_days"], f"{r['penalty']:g}",
+                         f"{g.manual_points:g}", f"{g.pending_points:g}", f"{g.held_points:g}",
+                         f"{g.released_points:g}", r["late_days"], f"{r['penalty']:g}",
                          r["submitted_at"] or "", r["graded_at"], "; ".join(filter(None, [r["note"], r["late_note"]])),
                          r["submission_hash"], r["grader_version"]])
+    return buf.getvalue()
+
+
+def reviews_csv(book: Gradebook, assignment_id: str) -> str:
+    """Every decision on a held test of `assignment_id`, oldest first; `current` marks the ones in force."""
+    rows = trail(book, assignment_id)
+    latest = {(r["student"], r["submission_hash"], r["nodeid"]): r["id"] for r in rows}
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(REVIEW_COLUMNS)
+    for r in rows:
+        writer.writerow([r["student"], r["assignment"], r["submission_hash"], r["nodeid"],
+                         "released" if r["released"] else "denied", f"{r['points']:g}", f"{r['max_points']:g}",
+                         r["reviewer"], r["reviewed_at"], r["comment"],
+                         int(latest[(r["student"], r["submission_hash"], r["nodeid"])] == r["id"])])
     return buf.getvalue()
 
 
@@ -130,6 +164,8 @@ def class_markdown(assignment_id: str, grades: list[StudentGrade]) -> str:
     if held:
         lines.append(f"{len(held)} with tests held for an instructor's review (no points counted): "
                      + ", ".join(g.row["student"] for g in held))
+    if decided := sum(h.decision is not None for g in graded for h in g.held):
+        lines.append(f"{decided} held test(s) reviewed by an instructor (the trail: reviews.csv)")
     problems = [g for g in grades if not g.graded]
     if problems:
         lines += ["", "## Not graded", ""]
@@ -178,10 +214,18 @@ def _student_results(root: Path, g: StudentGrade, book: Gradebook) -> dict | Non
     data = json.loads(path.read_text())
     for question, m in book.manual(r).items():
         record_manual(data, f"{r['assignment']}:{question}", m["points"], m["comment"])
+    for h in g.held:
+        if h.decision is not None and _is_held_row(data, h.name):
+            record_review(data, h.name, release=h.decision.released, comment=h.decision.comment)
     data["score"] = g.score
     late = f"late: {r['late_note']} (score {r['score'] + g.manual_points:g} before the penalty)" if r["penalty"] else ""
     data["output"] = "\n".join(filter(None, [late, data.get("output", "")]))
     return upload_form(data)
+
+
+def _is_held_row(data: dict, name: str) -> bool:
+    """The results file still holds `name` (it may be another submission's file, see keep())."""
+    return any(t.get("name") == name and t.get("extra_data", {}).get("status") == HELD for t in data.get("tests", []))
 
 
 def _student_markdown(g: StudentGrade) -> str:
@@ -197,11 +241,23 @@ def _student_markdown(g: StudentGrade) -> str:
         lines.append(f"- {g.pending_points:g} points of written answers are pending an instructor's grading")
     if g.held_points:
         lines.append(f"- {g.held_points:g} points of tests are held for an instructor's review; no points counted")
+    for h in g.held:
+        if h.decision is not None:
+            said = verdict(h.decision.released, h.awarded, h.outcome.points)
+            lines.append(f"- `{h.outcome.nodeid}` (held): {said}" + (f": {h.decision.comment}" if h.decision.comment else ""))
     missed = [o for o in g.outcomes if o.status not in (PASSED, NOT_GRADED, MANUAL)]
     if missed:
         lines += ["", "| test | status | points |", "|---|---|---|"]
-        lines += [f"| `{o.nodeid}` | {o.status} | {o.score:g}/{o.points:g} |" for o in missed]
+        decided = {h.outcome.nodeid: h for h in g.held if h.decision is not None}
+        lines += [f"| `{o.nodeid}` | {_shown(o, decided.get(o.nodeid))} |" for o in missed]
     return "\n".join(lines) + "\n"
+
+
+def _shown(o: Outcome, h: HeldTest | None) -> str:
+    """A test's status and points cells; a reviewed held test shows the decision's."""
+    if h is None or h.decision is None:
+        return f"{o.status} | {o.score:g}/{o.points:g}"
+    return f"{'released' if h.decision.released else 'denied'} | {h.awarded:g}/{o.points:g}"
 
 
 def export_class(*, book: Gradebook, assignment_id: str, out: Path) -> Path:
@@ -210,6 +266,7 @@ def export_class(*, book: Gradebook, assignment_id: str, out: Path) -> Path:
     grades = student_grades(book, assignment_id)
     atomic.write_text(folder / "grades.csv", lms_csv(grades))
     atomic.write_text(folder / "report.md", class_markdown(assignment_id, grades))
+    atomic.write_text(folder / "reviews.csv", reviews_csv(book, assignment_id))
     class_png(folder / "report.png", assignment_id, grades)
     for g in grades:
         name = safe_name(g.row["student"])

@@ -100,7 +100,7 @@ def _grade_in_worker(task: _Task) -> _Done:
         "submission_hash": task.key.submission_hash, "grader_version": task.key.grader_version,
         "hardware": result.hardware}}}
     report.write_json(task.results_path, [result], meta=meta)
-    outcomes = [Outcome(t.test.nodeid, t.status, round(t.score, 4), t.test.points) for t in result.tests]
+    outcomes = [Outcome.of(t) for t in result.tests]
     return _Done(round(result.score, 4), round(result.max_score, 4), result.hardware, outcomes)
 
 

@@ -8,7 +8,10 @@ grades (a broken archive, an ambiguous layout, no package) have a status saying 
 Points an instructor gives for a written answer are kept apart (`manual_points`), keyed on the
 submission they were given for; until then those points are pending. Each outcome keeps its test's
 status: a `held` test (the judge or the tamper scan held it for an instructor's review) earned
-nothing and is in no automatic total, like a pending answer; `held_outcomes` lists them.
+nothing and is in no automatic total, like a pending answer; `held_outcomes` lists them, with what
+each would earn (`held_score`) and why it was held. An instructor's release or denial of one is kept
+apart too (`reviews`, see reviews.py), keyed on the submission like written-answer points.
+Schema 2 added `outcomes.held_score`/`reason` and `reviews`; a schema-1 file is migrated on opening.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from autograder.host.results import HELD, MANUAL
+from autograder.host.results import HELD, MANUAL, TestResult
 
 GRADED = "graded"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS grades (
@@ -42,6 +45,7 @@ CREATE TABLE IF NOT EXISTS grades (
 CREATE TABLE IF NOT EXISTS outcomes (
     grade_id INTEGER NOT NULL REFERENCES grades(id) ON DELETE CASCADE,
     nodeid TEXT NOT NULL, status TEXT NOT NULL, score REAL NOT NULL, points REAL NOT NULL,
+    held_score REAL, reason TEXT NOT NULL DEFAULT '',  -- a held test: what a release awards (NULL: unknown), why
     PRIMARY KEY (grade_id, nodeid)
 );
 CREATE TABLE IF NOT EXISTS manual_points (
@@ -49,7 +53,19 @@ CREATE TABLE IF NOT EXISTS manual_points (
     points REAL NOT NULL, max_points REAL NOT NULL, comment TEXT NOT NULL DEFAULT '', graded_at TEXT NOT NULL,
     PRIMARY KEY (student, assignment, submission_hash, question)
 );
+CREATE TABLE IF NOT EXISTS reviews (  -- append-only: a test's latest row is the decision, all rows the audit trail
+    id INTEGER PRIMARY KEY,
+    student TEXT NOT NULL, assignment TEXT NOT NULL, submission_hash TEXT NOT NULL, nodeid TEXT NOT NULL,
+    released INTEGER NOT NULL, points REAL NOT NULL, max_points REAL NOT NULL,
+    reviewer TEXT NOT NULL, comment TEXT NOT NULL DEFAULT '', reviewed_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reviews_by_submission ON reviews (student, assignment, submission_hash);
 """
+# What each older schema needs to read as SCHEMA_VERSION (new tables come from SCHEMA itself).
+MIGRATIONS = {
+    "1": ("ALTER TABLE outcomes ADD COLUMN held_score REAL",
+          "ALTER TABLE outcomes ADD COLUMN reason TEXT NOT NULL DEFAULT ''"),
+}
 
 
 def now() -> str:
@@ -70,6 +86,15 @@ class Outcome:
     status: str
     score: float
     points: float
+    held_score: float | None = None  # HELD: what a release awards (None: not recorded, a schema-1 grading)
+    reason: str = ""                 # HELD: why the judge or the tamper scan held it
+
+    @classmethod
+    def of(cls, t: TestResult) -> Self:
+        """The outcome of one test of a grading."""
+        if t.status != HELD:
+            return cls(t.test.nodeid, t.status, round(t.score, 4), t.test.points)
+        return cls(t.test.nodeid, t.status, round(t.score, 4), t.test.points, round(t.held_score, 4), t.reason[:2000])
 
 
 @dataclass(frozen=True)
@@ -115,8 +140,19 @@ class Gradebook:
         version = self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if version is None:
             self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        elif version[0] in MIGRATIONS:
+            self._migrate(version[0])
         elif version[0] != SCHEMA_VERSION:
             raise ValueError(f"{path}: gradebook schema {version[0]}, this grader reads {SCHEMA_VERSION}")
+
+    def _migrate(self, version: str) -> None:
+        """Bring a file of an older schema to SCHEMA_VERSION, in one transaction (a crash leaves it old)."""
+        with self.transaction():
+            if self.db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] != version:
+                return  # another process migrated it first
+            for statement in MIGRATIONS[version]:
+                self.db.execute(statement)
+            self.db.execute("UPDATE meta SET value=? WHERE key='schema'", (SCHEMA_VERSION,))
 
     def close(self) -> None:
         self.db.close()
@@ -128,7 +164,7 @@ class Gradebook:
         self.close()
 
     @contextmanager
-    def _transaction(self) -> Iterator[None]:
+    def transaction(self) -> Iterator[None]:
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield
@@ -148,7 +184,7 @@ class Gradebook:
         late = rec.late
         values = (rec.status, rec.score, rec.max_score, rec.results_path, rec.hardware, rec.note,
                   late.submitted_at, now(), late.days, late.penalty, late.note)
-        with self._transaction():
+        with self.transaction():
             self.db.execute(
                 "INSERT INTO grades (student, assignment, submission_hash, grader_version, status, score, max_score,"
                 " results_path, hardware, note, submitted_at, graded_at, late_days, penalty, late_note)"
@@ -160,14 +196,15 @@ class Gradebook:
                 " penalty=excluded.penalty, late_note=excluded.late_note", (*_key(rec.key), *values))
             grade_id = self._id(rec.key)
             self.db.execute("DELETE FROM outcomes WHERE grade_id=?", (grade_id,))
-            self.db.executemany("INSERT INTO outcomes VALUES (?, ?, ?, ?, ?)",
-                                [(grade_id, o.nodeid, o.status, o.score, o.points) for o in rec.outcomes])
+            self.db.executemany("INSERT INTO outcomes VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                [(grade_id, o.nodeid, o.status, o.score, o.points, o.held_score, o.reason)
+                                 for o in rec.outcomes])
             self._make_current(rec.key, grade_id)
         return grade_id
 
     def keep(self, key: GradeKey, late: Late) -> None:
         """A submission already graded: it is current again, with its lateness as known now."""
-        with self._transaction():
+        with self.transaction():
             grade_id = self._id(key)
             self.db.execute("UPDATE grades SET submitted_at=?, late_days=?, penalty=?, late_note=? WHERE id=?",
                             (late.submitted_at, late.days, late.penalty, late.note, grade_id))
@@ -191,8 +228,8 @@ class Gradebook:
                                (student, assignment)).fetchone()
 
     def outcomes(self, grade_id: int) -> list[Outcome]:
-        rows = self.db.execute("SELECT nodeid, status, score, points FROM outcomes WHERE grade_id=? ORDER BY nodeid",
-                               (grade_id,)).fetchall()
+        rows = self.db.execute("SELECT nodeid, status, score, points, held_score, reason FROM outcomes "
+                               "WHERE grade_id=? ORDER BY nodeid", (grade_id,)).fetchall()
         return [Outcome(*r) for r in rows]
 
     def held_outcomes(self, grade_id: int) -> list[Outcome]:
@@ -219,7 +256,7 @@ class Gradebook:
                              f"awaiting: {', '.join(pending) or 'none'}")
         if not 0 <= points <= outcome.points:
             raise ValueError(f"{question}: points must lie in [0, {outcome.points:g}], got {points:g}")
-        with self._transaction():
+        with self.transaction():
             self.db.execute("INSERT OR REPLACE INTO manual_points VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                             (student, assignment, row["submission_hash"], question, points, outcome.points,
                              comment, now()))

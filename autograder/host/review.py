@@ -14,12 +14,26 @@ from autograder.host.results import HELD
 REVIEWED = "reviewed"  # a held test's status once an instructor released or denied it
 
 
+def is_named(test: str, name: str) -> bool:
+    """`test` names the test `name` ("<id>: <nodeid>"): "all", the full name, or its end."""
+    return test == "all" or name == test or name.endswith(test)
+
+
+def awards(held_score: float, release: bool) -> float:
+    """The one rule of a review: a release awards what the test earned before the hold, a denial nothing."""
+    return held_score if release else 0.0
+
+
+def verdict(release: bool, awarded: float, points: float) -> str:
+    return f"released by an instructor: {awarded:g}/{points:g}" if release else f"denied by an instructor: 0/{points:g}"
+
+
 def held_rows(results: dict, test: str) -> list[dict]:
     """The held rows of `results` that `test` names: "all", a row's full name ("<id>: <nodeid>"),
     or the end of one (a nodeid, or its test name after "::"). ValueError names the held tests when
     none matches."""
     held = [r for r in results.get("tests", []) if r.get("extra_data", {}).get("status") == HELD]
-    rows = held if test == "all" else [r for r in held if r["name"] == test or r["name"].endswith(test)]
+    rows = [r for r in held if is_named(test, r["name"])]
     if not rows:
         names = [r["name"] for r in held]
         raise ValueError(f"no held test {test!r} in these results; held: {names or 'none'}")
@@ -32,11 +46,10 @@ def record_review(results: dict, test: str, *, release: bool, comment: str = "")
     for row in rows:
         extra = row["extra_data"]
         points = float(extra.get("points", 0.0))
-        awarded = float(extra.get("held_score", 0.0)) if release else 0.0
+        awarded = awards(float(extra.get("held_score", 0.0)), release)
         row.update(score=round(awarded, 4), max_score=points, status="passed" if awarded == points else "failed")
         extra["status"] = REVIEWED
-        verdict = f"released by an instructor: {awarded:g}/{points:g}" if release else \
-            f"denied by an instructor: 0/{points:g}"
-        row["output"] = "\n".join(filter(None, [verdict, comment, row.get("output", "")]))[:4000]
+        said = verdict(release, awarded, points)
+        row["output"] = "\n".join(filter(None, [said, comment, row.get("output", "")]))[:4000]
     results["score"] = round(sum(r.get("score", 0) for r in results["tests"]), 4)
     return rows

@@ -27,7 +27,7 @@ def record_grading(*, grading: NotebookGrading, student: str, out: Path) -> Path
     meta = {"student": student, "assignments": {result.id: {
         "submission_hash": key.submission_hash, "grader_version": key.grader_version, "hardware": result.hardware}}}
     report.write_json(results_path, [result], meta=meta)
-    outcomes = [Outcome(t.test.nodeid, t.status, round(t.score, 4), t.test.points) for t in result.tests]
+    outcomes = [Outcome.of(t) for t in result.tests]
     with Gradebook(out / GRADEBOOK) as book:
         book.record(GradeRecord(key, GRADED, round(result.score, 4), round(result.max_score, 4),
                                 results_path=os.path.relpath(results_path, out), hardware=result.hardware, outcomes=outcomes))
