@@ -3,7 +3,10 @@ torch.distributed calls a rank makes (used inside rank functions, which run besi
 
 Counting collectives is a diagnosis, not a proof: it sees calls made through torch.distributed's
 Python functions (dist.all_reduce, dist.all_gather, ..., also under names the package imported
-from there), not a call into torch's internals. The values each rank returns are what grade it.
+from there), not a call into torch's internals. The values each rank returns are what grade it,
+and with them what each message carried: each rank's weights and inputs are drawn by the judge
+and sent to that rank only, so a message of the right size that carries other data (a decoy beside
+a side channel) fails the test (rank_programs).
 """
 
 from __future__ import annotations
@@ -29,27 +32,69 @@ COUNTED = {
 }
 
 
+def _payload(kind: str, args: tuple, kwargs: dict):
+    """The tensor a rank contributes to a call of `kind` (None where it sends nothing of its own)."""
+    if kind in ("all_reduce", "send", "broadcast", "reduce"):
+        return kwargs.get("tensor", args[0] if args else None)
+    if kind == "all_gather":  # all_gather(tensor_list, tensor), all_gather_into_tensor(output, input)
+        return kwargs.get("tensor", kwargs.get("input_tensor", args[1] if len(args) > 1 else None))
+    return None
+
+
+def _peer(args: tuple, kwargs: dict):
+    return kwargs.get("dst", kwargs.get("group_dst", args[1] if len(args) > 1 else None))
+
+
 @contextmanager
-def counting_collectives(package: str = "parallel") -> Iterator[Counter]:
+def counting_collectives(package: str = "parallel", messages: list | None = None) -> Iterator[Counter]:
     """Within the block, count this process's calls to torch.distributed's collectives and
-    point-to-point functions by kind (also through aliases the package's modules hold)."""
+    point-to-point functions by kind (also through aliases the package's modules hold). With
+    `messages`, also append {"kind", "peer", "op", "data": a copy of the tensor this rank put in}
+    for each send, all-reduce and all-gather, for the judge to check what crossed (rank_programs).
+    A call made from inside another counted call (dist.send runs isend) is counted once."""
     import sys
+    import threading
 
     import torch.distributed as dist
+    import torch.distributed.distributed_c10d as c10d
 
     counts: Counter = Counter()
+    inside = threading.local()
     patches = []
+
+    def record(kind: str, args: tuple, kwargs: dict) -> None:
+        if kind == "batch_isend_irecv":  # its P2POps' sends, read from the list it was given
+            for op in (args[0] if args else kwargs.get("p2p_op_list", [])):
+                if getattr(op.op, "counted_kind", getattr(op.op, "__name__", "")) in ("send", "isend"):
+                    messages.append({"kind": "send", "peer": op.peer, "op": None, "data": op.tensor.detach().clone()})
+            return
+        tensor = _payload(kind, args, kwargs)
+        if tensor is not None:
+            messages.append({"kind": kind, "peer": _peer(args, kwargs) if kind == "send" else None,
+                             "op": str(kwargs.get("op", args[1] if kind == "all_reduce" and len(args) > 1 else "")),
+                             "data": tensor.detach().clone()})
+
     for name, kind in COUNTED.items():
         original = getattr(dist, name, None)
         if original is None:
             continue
 
         def counted(*args, _original=original, _kind=kind, **kwargs):
+            if getattr(inside, "depth", 0):
+                return _original(*args, **kwargs)
             counts[_kind] += 1
-            return _original(*args, **kwargs)
+            if messages is not None:
+                record(_kind, args, kwargs)
+            inside.depth = 1
+            try:
+                return _original(*args, **kwargs)
+            finally:
+                inside.depth = 0
 
-        owners = [dist] + [m for n, m in list(sys.modules.items())
-                           if m is not None and (n == package or n.startswith(package + "."))]
+        counted.counted_kind = kind
+        # c10d too: dist.P2POp checks its op against c10d's own isend and irecv
+        owners = [dist, c10d] + [m for n, m in list(sys.modules.items())
+                                 if m is not None and (n == package or n.startswith(package + "."))]
         for owner in owners:
             for attr, value in list(vars(owner).items()):
                 if value is original:

@@ -2,12 +2,14 @@
 return (shared by tests/ and hidden/). A rank's results are its word: every value is checked here
 against a one-process fp32 oracle computed in the judge.
 
-Tensor parallelism: every layer of the package on this rank, from full weights and inputs the
-judge made; the test slices the expected shards with torch.tensor_split (its own convention).
+Tensor parallelism: every layer of the package on this rank, from full-size weights and whole
+inputs the judge made; the test slices the expected shards with torch.tensor_split (its own convention).
 Pipeline: an MLP of 2p layers split over p stages, one training step under a schedule; a forward
 hook records the order in which the stage ran forwards and backwards.
-Collectives are counted per phase inside each rank (conftest.counting_collectives): a diagnosis of
-where the communication sits, next to the values, which are the grade.
+Collectives are counted per phase inside each rank (conftest.counting_collectives), and what each
+rank put into them is checked against the judge's own computation (crossed.py): every rank gets
+only its own shard of the weights (the others are noise) or its own stage, drawn from a seed no
+rank sees, so what the result needs from another rank can only arrive in a message.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import counting_collectives
+from crossed import check_pipeline_messages, check_tp_messages, own_view, secret_generator, stage_boundaries
 from parallel import (
     Action,
     ColumnParallelLinear,
@@ -31,9 +34,9 @@ from parallel import (
 
 
 # ---- tensor parallelism -----------------------------------------------------------------------------
-def make_case(seed: int, vocab: int, tokens=(3, 5), d_in=16, d_hidden=24) -> dict[str, torch.Tensor]:
-    """Full weights, inputs and upstream gradients of every layer under test."""
-    g = torch.Generator().manual_seed(seed)
+def make_case(vocab: int, tokens=(3, 5), d_in=16, d_hidden=24) -> dict[str, torch.Tensor]:
+    """Full weights, inputs and upstream gradients of every layer under test, from a secret seed."""
+    g = secret_generator()
     r = partial(torch.randn, generator=g)
     logits = r(*tokens, vocab) * 3
     logits[0, 0] += 100.0  # exp(100) overflows fp32: the row max must be taken over the whole vocabulary first
@@ -65,43 +68,48 @@ def shard_of(full: torch.Tensor, world: int, r: int, dim: int = -1) -> torch.Ten
     return torch.tensor_split(full, world, dim=dim)[r].contiguous()
 
 
-def run_phases(forward, grad: torch.Tensor):
-    """y = forward() and y.backward(grad), each under its own collective counter."""
-    with counting_collectives() as fwd:
+def run_phases(forward, grad: torch.Tensor) -> dict:
+    """y = forward() and y.backward(grad), each under its own collective counter and recorder."""
+    sent_fwd, sent_bwd = [], []
+    with counting_collectives(messages=sent_fwd) as fwd:
         y = forward()
-    with counting_collectives() as bwd:
+    with counting_collectives(messages=sent_bwd) as bwd:
         y.backward(grad)
-    return y.detach(), dict(fwd), dict(bwd)
+    return dict(y=y.detach(), fwd=dict(fwd), bwd=dict(bwd), fwd_msgs=sent_fwd, bwd_msgs=sent_bwd)
 
 
 def tp_on_rank(t: dict, groups: list[list[int]] | None) -> dict:
-    """Every layer under test on this rank: outputs, gradients and collective counts per phase."""
+    """Every layer under test on this rank (t: its own view of the case, crossed.own_view): outputs,
+    gradients, collective counts and what it put into each collective, per phase."""
     group, r, world = my_group(groups)
     out = {}
     for gather in (False, True):
         col = ColumnParallelLinear(t["w1"], t["b1"], gather_output=gather, group=group)
         x = t["x"].clone().requires_grad_()
-        y, fwd, bwd = run_phases(partial(col, x), t["dy1"] if gather else shard_of(t["dy1"], world, r))
-        out[f"column gather={gather}"] = dict(y=y, dx=x.grad, dw=col.weight.grad, db=col.bias.grad, fwd=fwd, bwd=bwd)
+        ran = run_phases(partial(col, x), t["dy1"] if gather else shard_of(t["dy1"], world, r))
+        out[f"column gather={gather}"] = ran | dict(dx=x.grad, dw=col.weight.grad, db=col.bias.grad)
     for parallel_input in (True, False):
         row = RowParallelLinear(t["w2"], t["b2"], input_is_parallel=parallel_input, group=group)
         h = (shard_of(t["h"], world, r) if parallel_input else t["h"].clone()).requires_grad_()
-        y, fwd, bwd = run_phases(partial(row, h), t["dy2"])
-        out[f"row parallel_input={parallel_input}"] = dict(y=y, dx=h.grad, dw=row.weight.grad, db=row.bias.grad,
-                                                           fwd=fwd, bwd=bwd)
+        ran = run_phases(partial(row, h), t["dy2"])
+        out[f"row parallel_input={parallel_input}"] = ran | dict(dx=h.grad, dw=row.weight.grad, db=row.bias.grad)
     col = ColumnParallelLinear(t["w1"], t["b1"], group=group)
     row = RowParallelLinear(t["w2"], t["b2"], group=group)
     x = t["x"].clone().requires_grad_()
-    y, fwd, bwd = run_phases(lambda: row(F.gelu(col(x))), t["dy2"])
-    out["mlp"] = dict(y=y, dx=x.grad, dw1=col.weight.grad, dw2=row.weight.grad, fwd=fwd, bwd=bwd)
+    ran = run_phases(lambda: row(F.gelu(col(x))), t["dy2"])
+    out["mlp"] = ran | dict(dx=x.grad, dw1=col.weight.grad, dw2=row.weight.grad)
     emb = VocabParallelEmbedding(t["emb"], group=group)
-    y, fwd, bwd = run_phases(partial(emb, t["ids"]), t["demb"])
-    out["embedding"] = dict(y=y, dw=emb.weight.grad, fwd=fwd, bwd=bwd)
+    out["embedding"] = run_phases(partial(emb, t["ids"]), t["demb"]) | dict(dw=emb.weight.grad)
     logits = shard_of(t["logits"], world, r).requires_grad_()
     loss = partial(vocab_parallel_cross_entropy, logits, t["target"], vocab_size=t["logits"].shape[-1], group=group)
-    y, fwd, bwd = run_phases(loss, t["dloss"])
-    out["cross entropy"] = dict(y=y, dlogits=logits.grad, fwd=fwd, bwd=bwd)
+    out["cross entropy"] = run_phases(loss, t["dloss"]) | dict(dlogits=logits.grad)
     return out
+
+
+def run_tp(ranks, t: dict, groups: list[list[int]] | None, world: int, rank_in_group) -> list[dict]:
+    """tp_on_rank on every rank, each given its own view of case t (its shard real, the rest noise)."""
+    g = secret_generator()
+    return ranks.run_each(tp_on_rank, [own_view(t, world, rank_in_group(r), g) for r in range(ranks.world)], groups)
 
 
 def expected(t: dict) -> dict:
@@ -173,6 +181,7 @@ def check_ranks(results: list[dict], t: dict, world: int, rank_in_group, tol) ->
         fwd, bwd = got["cross entropy"]["fwd"], got["cross entropy"]["bwd"]
         assert set(fwd) == {"all_reduce"} and 2 <= fwd["all_reduce"] <= 3 and bwd == {}, \
             f"rank {rank}, cross entropy: collectives {fwd}, {bwd}; want 2-3 all-reduces forward (max, then sums), none backward"
+        check_tp_messages(got, t, world, r, rank, close)
 
 
 
@@ -180,11 +189,13 @@ def check_ranks(results: list[dict], t: dict, world: int, rank_in_group, tol) ->
 WIDTH, MICRO = 8, 2  # features; rows per micro-batch
 
 
-def mlp_params(num_layers: int, seed: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    g = torch.Generator().manual_seed(seed)
+def pipeline_case(num_layers: int, micro_batches: int):
+    """(weights, biases, x, y) of an MLP of num_layers layers and its data, from a secret seed."""
+    g = secret_generator()
     weights = [torch.randn(WIDTH, WIDTH, generator=g) / WIDTH**0.5 for _ in range(num_layers)]
     biases = [torch.randn(WIDTH, generator=g) * 0.1 for _ in range(num_layers)]
-    return weights, biases
+    x, y = torch.randn(micro_batches * MICRO, WIDTH, generator=g), torch.randn(micro_batches * MICRO, WIDTH, generator=g)
+    return weights, biases, x, y
 
 
 def one_process(weights, biases, x, y, m):
@@ -200,14 +211,13 @@ def one_process(weights, biases, x, y, m):
     return [p.grad for p in params], [loss.item() for loss in losses]
 
 
-def build_stage(weights, biases, stage: int, num_stages: int, events: list[str]):
-    """Layers of `stage` (two Linear + tanh per stage) with a hook recording "F" at each forward
+def build_stage(weights, biases, events: list[str]):
+    """A stage's layers (two Linear + tanh per stage) with a hook recording "F" at each forward
     and "B" when the gradient of that forward's output arrives."""
     from torch import nn
 
-    per = len(weights) // num_stages
     layers = []
-    for w, b in zip(weights[stage * per:(stage + 1) * per], biases[stage * per:(stage + 1) * per]):
+    for w, b in zip(weights, biases):
         lin = nn.Linear(WIDTH, WIDTH)
         with torch.no_grad():
             lin.weight.copy_(w)
@@ -223,31 +233,47 @@ def build_stage(weights, biases, stage: int, num_stages: int, events: list[str])
     return module
 
 
-def pipeline_on_rank(weights, biases, x, y, runs):
+def stage_of(rank: int, order: list[int] | None) -> int:
+    return order.index(rank) if order is not None else rank
+
+
+def pipeline_on_rank(mine: list[dict], runs):
     """Each run (schedule source "1f1b" or "afab", m, hand-written rows or None, stage_ranks or
-    None) on this rank: its stage's gradients, losses, the order it ran, its point-to-point calls."""
+    None) on this rank, from mine[run]: its stage's layers, and the inputs (first stage) or targets
+    (last stage). Returns its stage's gradients, losses, the order it ran, its point-to-point calls
+    and a copy of each message it sent."""
     import torch.distributed as dist
 
     rank, p = dist.get_rank(), dist.get_world_size()
     results = []
-    for source, m, hand, order in runs:
-        stage = order.index(rank) if order is not None else rank
+    for own, (source, m, hand, order) in zip(mine, runs):
+        stage = stage_of(rank, order)
         events: list[str] = []
-        module = build_stage(weights, biases, stage, p, events)
+        module = build_stage(own["weights"], own["biases"], events)
         if hand is not None:
             actions = [Action(tok[0], int(tok[1:])) for tok in hand[stage].split()]
         else:
             actions = (one_f_one_b_schedule if source == "1f1b" else afab_schedule)(p, m)[stage]
-        with counting_collectives() as counts:
+        sent: list = []
+        with counting_collectives(messages=sent) as counts:
             losses = run_schedule(module, actions, stage=stage, num_stages=p,
                                   # every micro-batch of x and y, often more than the m it runs
-                                  inputs=list(x.split(MICRO)) if stage == 0 else None,
-                                  targets=list(y.split(MICRO)) if stage == p - 1 else None,
+                                  inputs=own["x"], targets=own["y"],
                                   loss_fn=F.mse_loss, activation_shape=(MICRO, WIDTH), stage_ranks=order)
         results.append({"stage": stage, "grads": [prm.grad for prm in module.parameters()], "losses": losses,
                         "events": "".join(events), "ran": "".join(a.kind for a in actions),
-                        "counts": dict(counts)})
+                        "counts": dict(counts), "sent": [m for m in sent if m["kind"] == "send"]})
     return results
+
+
+def run_pipeline(ranks, weights, biases, x, y, runs) -> list:
+    """pipeline_on_rank on every rank, each given only its own stage's layers of each run, the
+    micro-batches of x if it is the first stage and of y if it is the last."""
+    p, per = ranks.world, len(weights) // ranks.world
+    mine = [[{"weights": weights[s * per:(s + 1) * per], "biases": biases[s * per:(s + 1) * per],
+              "x": list(x.split(MICRO)) if s == 0 else None, "y": list(y.split(MICRO)) if s == p - 1 else None}
+             for s in (stage_of(rank, order) for _, _, _, order in runs)] for rank in range(p)]
+    return ranks.run_each(pipeline_on_rank, mine, runs)
 
 
 def check_pipeline(results, runs, weights, biases, x, y, tol):
@@ -255,9 +281,10 @@ def check_pipeline(results, runs, weights, biases, x, y, tol):
     per = len(weights) // p
     for run_index, (source, m, hand, order) in enumerate(runs):
         grads, losses = one_process(weights, biases, x[: m * MICRO], y[: m * MICRO], m)
+        acts, in_grads = stage_boundaries(weights, biases, x[: m * MICRO], y[: m * MICRO], m, p)
         for rank, per_run in enumerate(results):
             got = per_run[run_index]
-            stage = order.index(rank) if order is not None else rank
+            stage = stage_of(rank, order)
             what = f"{source if hand is None else 'hand-written'} schedule, p={p}, m={m}, stage {stage} on rank {rank}"
             assert got["stage"] == stage
             if hand is not None:
@@ -277,3 +304,10 @@ def check_pipeline(results, runs, weights, biases, x, y, tol):
                 neighbours = (stage > 0) + (stage < p - 1)
                 assert counts.get("send", 0) == counts.get("recv", 0) == m * neighbours, \
                     f"{what}: {counts} (one message per micro-batch, neighbour and direction)"
+            placed = list(order) if order is not None else list(range(p))
+            wants = {}
+            if stage < p - 1:
+                wants[placed[stage + 1]] = ("outputs", acts[stage])
+            if stage > 0:
+                wants[placed[stage - 1]] = ("input gradients", in_grads[stage])
+            check_pipeline_messages(got["sent"], wants, what, tol("pipeline vs one process, fp32"))

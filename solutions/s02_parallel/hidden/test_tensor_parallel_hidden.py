@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 from parallel import shard_range
-from rank_programs import check_ranks, make_case, tp_on_rank
+from rank_programs import check_ranks, make_case, run_tp
 
 
 def refusals_on_rank() -> dict[str, bool]:
@@ -33,12 +33,12 @@ def refusals_on_rank() -> dict[str, bool]:
 @pytest.mark.points(8)
 @pytest.mark.world_size(4)
 def test_tensor_parallel_layers_on_four_ranks_in_one_two_and_four_groups(ranks, tol):
-    t = make_case(seed=1, vocab=10)
-    check_ranks(ranks.run(tp_on_rank, t, None), t, 4, lambda rank: rank, tol)
-    t = make_case(seed=2, vocab=7, tokens=(2, 3))
-    check_ranks(ranks.run(tp_on_rank, t, [[0, 2], [1, 3]]), t, 2, lambda rank: rank // 2, tol)
-    t = make_case(seed=3, vocab=5, tokens=(4,))
-    check_ranks(ranks.run(tp_on_rank, t, [[0], [1], [2], [3]]), t, 1, lambda rank: 0, tol)
+    t = make_case(vocab=10)
+    check_ranks(run_tp(ranks, t, None, 4, lambda rank: rank), t, 4, lambda rank: rank, tol)
+    t = make_case(vocab=7, tokens=(2, 3))
+    check_ranks(run_tp(ranks, t, [[0, 2], [1, 3]], 2, lambda rank: rank // 2), t, 2, lambda rank: rank // 2, tol)
+    t = make_case(vocab=5, tokens=(4,))
+    check_ranks(run_tp(ranks, t, [[0], [1], [2], [3]], 1, lambda rank: 0), t, 1, lambda rank: 0, tol)
     for rank, refused in enumerate(ranks.run(refusals_on_rank)):
         assert all(refused.values()), f"rank {rank} accepted: {[k for k, v in refused.items() if not v]}"
 
