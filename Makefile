@@ -37,8 +37,9 @@ test: $(STAMP)
 # Every broken variant of one assignment (A=<id>) or of all (~30 min on 2 cores), each graded here.
 # An assignment whose variants all lose points gets solutions/<id>/mutants.lock: `make test` grades
 # its variants again (every other one) only once its files have changed since.
+# Model-based hidden tests draw ten times their CI examples here (AUTOGRADER_HYPOTHESIS_PROFILE).
 variants: $(STAMP)
-	$(PY) -m autograder mutants $(or $(A),all) --record
+	AUTOGRADER_HYPOTHESIS_PROFILE=thorough $(PY) -m autograder mutants $(or $(A),all) --record
 
 # Which public tests reach each task of the reference (coverage.py while they grade it), one assignment
 # (A=<id>) or all (~11 min on 2 cores); then the handouts' "which tasks each test file needs" and the stubs.

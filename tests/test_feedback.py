@@ -110,3 +110,32 @@ def test_an_unwritten_kernel_task_is_named_before_the_accounting_verdict():
     assert status == "failed" and reason.splitlines() == [stub.failure, stub.violation]
     wrong = _TestState(call_raised="AssertionError", failure="AssertionError: off by 1e-2", **base)
     assert _verdict(wrong) == ("failed", wrong.violation)
+
+
+def test_a_state_machine_failure_prints_its_shrunk_steps_also_for_a_hidden_test():
+    """Hypothesis's shrunk steps are drawn in the judge: a hidden test shows them (its message stays out)."""
+    from hypothesis import settings
+    from hypothesis import strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, rule
+
+    from autograder.judge.feedback import HIDDEN_DETAIL, failure_reason, hidden_reason
+
+    class Pool(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.used = 0
+
+        @rule(n=st.integers(0, 5))
+        def allocate(self, n: int) -> None:
+            self.used += n
+            assert self.used < 7, f"secret value {self.used}"
+
+    case = Pool.TestCase
+    case.settings = settings(derandomize=True, database=None, max_examples=50)
+    try:
+        case().runTest()
+    except AssertionError as exc:
+        public, hidden = failure_reason(exc), hidden_reason(exc)
+    assert "steps to reproduce: state = Pool(); state.allocate(n=" in public, public
+    assert "secret value" in public and "secret value" not in hidden, hidden
+    assert HIDDEN_DETAIL in hidden and "steps to reproduce: state = Pool(); state.allocate(n=" in hidden, hidden

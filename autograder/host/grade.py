@@ -58,9 +58,10 @@ def _base_env(workdir: Path, threads: int) -> dict[str, str]:
         # the sandbox uid has no passwd entry: getpass.getuser() (torch inductor caches) reads these
         "USER": "student", "LOGNAME": "student",
     }
-    # COVERAGE_PROCESS_START: `autograder tasks` measures which tasks the public tests reach (authoring/taskmap.py)
+    # COVERAGE_PROCESS_START: `autograder tasks` measures which tasks the public tests reach (authoring/taskmap.py);
+    # AUTOGRADER_HYPOTHESIS_PROFILE=thorough: model-based hidden tests draw 10x the examples (`make variants`)
     for passthrough in ("CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET", "AUTOGRADER_HARDWARE", "LANG", "LC_ALL",
-                        "COVERAGE_PROCESS_START"):
+                        "COVERAGE_PROCESS_START", "AUTOGRADER_HYPOTHESIS_PROFILE"):
         if passthrough in os.environ:
             env[passthrough] = os.environ[passthrough]
     return env

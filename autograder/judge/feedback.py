@@ -66,7 +66,27 @@ def hidden_reason(exc: BaseException) -> str:
     if (name == "NotImplementedError" and TASK_ID.fullmatch(message)) or \
             (name == "RuntimeError" and FORBIDDEN.fullmatch(message)):
         return f"{name}: {message}"
-    return f"{name} {HIDDEN_DETAIL}"
+    example = reproducer(exc)  # the operations Hypothesis drew in the judge: the test's, not the worker's
+    return f"{name} {HIDDEN_DETAIL}" + (f"; {example}" if example else "")
+
+
+REPRODUCER_CHARS = 600
+
+
+def reproducer(exc: BaseException) -> str:
+    """Hypothesis's shrunk failing case on one line ("" when there is none): a property test's
+    falsifying example, or a state machine's steps (`state = Model()`, `state.allocate(n=3)`, ...)."""
+    notes = [n for n in getattr(exc, "__notes__", ()) if isinstance(n, str)]
+    found = ""
+    for i, note in enumerate(notes):
+        if note.startswith("Falsifying example"):
+            found = " ".join(part.strip() for part in note.splitlines())
+            break
+        if note.startswith("Failing test case"):
+            steps = [n.strip() for n in notes[i + 1:] if n.startswith("state")]
+            found = "steps to reproduce: " + "; ".join(s for s in steps if s != "state.teardown()")
+            break
+    return found if len(found) <= REPRODUCER_CHARS else found[: REPRODUCER_CHARS - 3] + "..."
 
 
 def failure_reason(exc: BaseException, limit: int = 400) -> str:
@@ -77,10 +97,10 @@ def failure_reason(exc: BaseException, limit: int = 400) -> str:
     for note in getattr(exc, "__notes__", ()):
         if isinstance(note, str) and note.startswith(SUBMISSION_LINE):
             parts.append(note.splitlines()[0])
-        elif isinstance(note, str) and note.startswith("Falsifying example"):
-            parts.append(" ".join(part.strip() for part in note.splitlines()))
     text = "; ".join(parts)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    example = reproducer(exc)
+    return f"{text}; {example}" if example else text
 
 
 SHORT_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
