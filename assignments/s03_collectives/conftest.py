@@ -277,13 +277,19 @@ def sends_recorded(records: list, payloads: bool = False):
     import torch.distributed.distributed_c10d as c10d
 
     patches = []
+    depth = [0]  # torch's send calls isend by its module name: a send inside a recorded one is the same message
     for name in ("isend", "send"):
         original = getattr(dist, name)
 
         def spy(tensor, dst=None, *args, _original=original, **kwargs):
-            record = [dst if dst is not None else kwargs.get("group_dst"), tensor.numel()]
-            records.append(record + [tensor.detach().clone()] if payloads else record)
-            return _original(tensor, dst, *args, **kwargs)
+            if depth[0] == 0:
+                record = [dst if dst is not None else kwargs.get("group_dst"), tensor.numel()]
+                records.append(record + [tensor.detach().clone()] if payloads else record)
+            depth[0] += 1
+            try:
+                return _original(tensor, dst, *args, **kwargs)
+            finally:
+                depth[0] -= 1
 
         owners = [dist, c10d] + [m for n, m in list(sys.modules.items())
                            if m is not None and (n == "collectives" or n.startswith("collectives."))]
