@@ -101,7 +101,9 @@ class RadixCache:
 
         Walks down from the root; if the match ends inside an edge, splits that node so the
         returned node covers exactly the matched prefix. Every node on the path gets the current
-        clock as last_access. An empty match returns the root and an empty value.
+        clock as last_access, the node whose edge the match ends inside included (touch it before
+        splitting it: both halves then carry the clock). An empty match returns the root and an
+        empty value.
         """
         raise NotImplementedError("s05.12: RadixCache.match_prefix")
 
@@ -109,7 +111,8 @@ class RadixCache:
         """Store key -> value (value[i] is the KV slot of key[i]); returns how many leading tokens
         were already cached. For those the tree keeps its own slots (the caller frees its
         duplicates); the remaining suffix becomes a new unlocked leaf. Splits an edge where key
-        diverges from it; every node on the path gets the current clock as last_access.
+        diverges from it; every node on the path gets the current clock as last_access, the edge
+        it diverges from included (touched before the split, as in `match_prefix`).
         ValueError if key and value differ in length.
         """
         raise NotImplementedError("s05.13: RadixCache.insert")
