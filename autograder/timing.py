@@ -10,12 +10,16 @@ asserted on in CPU tests).
   worker, bracketed by the judge's clock, and audits one more call there (autograder/judge/bracket.py);
   `Timing.output` is what that call returned. `measure` of a judge function (the baseline, in
   `oracle()`) times it in the judge.
-- `inputs=[set_0, ..., set_K-1]` (argument tuples, K >= 2 distinct sets): f is called as f(*args)
-  on static buffers; each set in turn is copied into them (outside the timed span) for a run of
-  reps / K consecutive repetitions;
-  `check(k, output)` re-checks, in the judge, the output of the last timed repetition on each set
-  and of the audited call. A stale or wrong output fails the test. `work=Work(flops=, bytes=)`
-  holds a time past what the card can do (autograder/judge/ceilings.py).
+- `inputs=[set_0, ..., set_K-1]` (argument tuples of distinct values): f is called as f(*args) on
+  static buffers; before repetition i its set is copied into them (outside the timed span). The
+  submission is timed on K = reps sets, one per repetition: no timed repetition sees inputs
+  another saw, so a cache keyed on their content never hits (the warm-up runs on set 0, before
+  repetition 0). The worker keeps a copy of every repetition's output; after the loop the judge
+  draws `CHECKED_REPS` repetitions (the worker cannot know which) and fetches only theirs, and
+  `check(k, output)` re-checks them, the last graph replay's and the audited call's against set k.
+  A stale or wrong output fails the test. The judge's own baselines, timed in the judge (where
+  no cache can gain), may use MIN_SETS <= K < reps sets in consecutive runs.
+  `work=Work(flops=, bytes=)` holds a time past what the card can do (autograder/judge/ceilings.py).
 - In the worker (inside an `in_worker` function) with accounting rules, the warm-up and timed
   repetitions record nothing and one more call is the perf audit.
 """
@@ -32,10 +36,11 @@ from autograder.worker.timer import L2_FLUSH_BYTES, Timing
 
 __all__ = ["L2_FLUSH_BYTES", "MIN_SETS", "Timing", "Work", "copy_bandwidth", "measure"]
 
-# Distinct input sets a rotated measurement needs at least. Perf tests use 4: a cache that answers
-# repeated sets saves at most the repetitions after each set's first (reps - K of reps), four
-# checked outputs cost little, and four sets of the largest inputs (P6's backward at N = 4096:
-# 256 MB a set) fit on any card beside the judge's own copies.
+# Distinct input sets a judge-side baseline needs at least (its code cannot cache; two sets still
+# catch a baseline that reads the wrong buffer). The submission needs one set per repetition:
+# with fewer, a cache keyed on the inputs' content answers every repetition after each set's
+# first, up to reps - K of reps, and nothing in the times shows it. Perf tests size reps so that
+# reps sets (judge) plus reps kept outputs (worker) stay under ~10 GB (see each test's comment).
 MIN_SETS = 2
 Check = Callable[[int, Any], None]
 
@@ -62,18 +67,23 @@ def measure(
     on CPU. With inputs, the graph reads the static buffers the sets are copied into.
 
     inputs, check: see the module's docstring; `check` is required when a worker callable is timed
-    on rotated inputs. work: the work of one call, checked against the card's ceilings."""
+    on input sets. work: the work of one call, checked against the card's ceilings."""
     if warmup < 0 or reps < 1:
         raise ValueError(f"measure: warmup={warmup} must be >= 0 and reps={reps} >= 1")
-    sets = _checked_sets(inputs, reps)
     acct = accounting.current()  # set where the submission runs: the worker (or an in-process judge)
-    if acct is None and not in_the_worker():
+    in_judge = acct is None and not in_the_worker()
+    sets = _checked_sets(inputs, reps, judge_baseline=in_judge and not _is_worker_callable(fn))
+    if in_judge:
         return _measure_in_judge(fn, warmup, reps, flush_l2, device, cuda_graph, sets, check, work)
+    keep = None if sets is None else frozenset(timer.pick_checked(reps))  # in the worker: its own word
     if acct is None or not acct.recording:  # no rules, or the test's oracle is being timed
-        return timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph, sets)
+        timing = timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph, sets, keep)
+        if sets is not None and check is not None:
+            _check_outputs(timing, sets, check, reps)
+        return timing
     with acct.paused():
-        timing = timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph, sets)
-    audited = fn if sets is None else (lambda: fn(*sets[-1]))  # the set of the last repetitions
+        timing = timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph, sets, keep)
+    audited = fn if sets is None else (lambda: fn(*sets[-1]))  # the set of the last repetition
     acct.audit(audited, cuda=timer.cuda_device(device) is not None)
     if hits := acct.forbidden_hits():  # no credit can follow: stop the test now, not after its sweep
         raise RuntimeError("perf audit: " + "; ".join(hits))
@@ -83,10 +93,20 @@ def measure(
     return timing
 
 
-def _checked_sets(inputs: Sequence[tuple] | None, reps: int) -> list[tuple] | None:
+def _is_worker_callable(fn: object) -> bool:
+    from autograder.judge.proxies import BoundMethod, Remote
+
+    return isinstance(fn, (Remote, BoundMethod))
+
+
+def _checked_sets(inputs: Sequence[tuple] | None, reps: int, judge_baseline: bool) -> list[tuple] | None:
     if inputs is None:
         return None
     sets = [tuple(one) if type(one) in (tuple, list) else one for one in inputs]
+    if not judge_baseline and len(sets) != reps:
+        raise ValueError(f"measure: timing the submission needs one distinct input set per repetition "
+                         f"(got {len(sets)} sets for reps={reps}): with fewer, a cache keyed on the inputs' "
+                         f"content answers every repetition after a set's first, and its time is not the work's")
     if len(sets) < MIN_SETS or reps < len(sets):
         raise ValueError(f"measure: inputs needs at least {MIN_SETS} sets and reps >= the number of sets "
                          f"(got {len(sets)} sets, reps={reps})")
@@ -105,10 +125,14 @@ def _same_values(a: tuple, b: tuple) -> bool:
 
 
 def _check_outputs(timing: Timing, sets: list[tuple], check: Check, reps: int, audited: bool = False) -> None:
-    """check(k, output) on each set's last timed output, the replayed and the audited call's: the
-    failure says a timed repetition returned a wrong result (a stale cached answer, skipped work)."""
-    last = len(sets) - 1  # the set of the last timed repetitions, left in the buffers for the audit
-    cases = [(k, out, f"the last timed repetition on input set {k}") for k, out in enumerate(timing.outputs)]
+    """check(k, output) on the kept outputs of the chosen repetitions, the replayed and the audited
+    call's: the failure says a timed repetition returned a wrong result (a stale cached answer,
+    skipped work)."""
+    last = len(sets) - 1  # the set of the last timed repetition, left in the buffers for the audit
+    cases = []
+    for i, out in timing.outputs:  # (repetition, its kept output)
+        k = timer.set_of(i, reps, len(sets))
+        cases.append((k, out, f"timed repetition {i} (input set {k})"))
     if timing.replayed is not None:
         cases.append((last, timing.replayed, f"the last graph replay (input set {last})"))
     if audited:
@@ -128,7 +152,7 @@ def _measure_in_judge(fn: Callable[..., object], warmup: int, reps: int, flush_l
 
     if isinstance(fn, (Remote, BoundMethod)):
         if sets is not None and check is None:
-            raise ValueError("measure: timing the submission on rotated inputs needs check=, which re-checks "
+            raise ValueError("measure: timing the submission on input sets needs check=, which re-checks "
                              "the outputs of timed repetitions against the oracle of each set")
         def verify(timing: Timing) -> None:  # before the bracket's claim check: the sharper verdicts first
             if sets is not None and check is not None:
@@ -139,7 +163,8 @@ def _measure_in_judge(fn: Callable[..., object], warmup: int, reps: int, flush_l
                                       cuda_graph=cuda_graph, sets=sets, verify=verify)
     client = plugin.client_if_started()
     before = client.calls if client is not None else 0
-    timing = timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph, sets)
+    keep = None if sets is None else frozenset(timer.pick_checked(reps))  # the judge's own code: chosen ahead
+    timing = timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph, sets, keep)
     if client is not None and client.calls != before:
         raise TypeError("measure: this function calls the submission through the judge (each call a request); "
                         "time a worker callable instead, e.g. what an in_worker helper returns")

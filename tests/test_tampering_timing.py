@@ -1,7 +1,8 @@
 """Timing attacks on the course timer, each against a worker on CPU: a timer whose median is tiny
 but whose sum is plausible, a result cache keyed on the inputs' identity and one keyed on their
-content, a time past what the card can do. The last part grades attack submissions under
-tests/fixtures/tampering/timing_*/ on the demo course with a rotated-input perf test added."""
+content, a stale answer on one repetition, a time past what the card can do. The last part grades
+attack submissions under tests/fixtures/tampering/timing_*/ on the demo course with an input-set
+perf test added."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ import torch
 
 from autograder.judge import ceilings, importer, plugin
 from autograder.judge.client import WorkerClient
-from autograder.protocol.messages import HeldForReview
+from autograder.protocol.messages import HeldForReview, Op
 from autograder.timing import Work, measure
+from autograder.worker import timer
 
 GRADER = Path(__file__).resolve().parent.parent / "autograder"
 FIXTURES = Path(__file__).parent / "fixtures" / "tampering"
@@ -59,14 +61,32 @@ def work(x):
         _cache[id(x)] = x * 2
     return _cache[id(x)]
 '''
+# A cache keyed on a hash of the input's bytes: free on a hit, and it counts its hits.
 CONTENT_CACHE = f'''
-_cache = {{}}
+import hashlib
+_cache, _hits = {{}}, [0]
 def work(x):
-    key = tuple(x[:4].tolist())  # a fingerprint of four elements: nearly free
-    if key not in _cache:
-        time.sleep({WORK_S})
-        _cache[key] = x * 2
+    key = hashlib.sha256(x.numpy().tobytes()).hexdigest()
+    if key in _cache:
+        _hits[0] += 1
+        return _cache[key].clone()
+    time.sleep({WORK_S})
+    _cache[key] = x * 2
     return _cache[key].clone()
+def hits():
+    return _hits[0]
+'''
+# Right on every call but one: timed repetition 5 (call 7, after one warm-up) returns the answer
+# of the call before it, as a cache that served a near-miss would.
+STALE_ON_REPETITION_5 = f'''
+_state = {{"calls": 0, "last": None}}
+def work(x):
+    _state["calls"] += 1
+    if _state["calls"] == 7:
+        return _state["last"].clone()
+    time.sleep({WORK_S})
+    _state["last"] = x * 2
+    return _state["last"]
 '''
 
 
@@ -75,7 +95,7 @@ def worker_of(tmp_path, monkeypatch):
     """A judge-side client for a package `slowpkg` written into tmp_path, as the grading plugin holds."""
     clients = []
 
-    def start(code: str) -> None:
+    def start(code: str) -> WorkerClient:
         (tmp_path / "slowpkg").mkdir()
         (tmp_path / "slowpkg" / "__init__.py").write_text(textwrap.dedent(PACKAGE + code))
         monkeypatch.chdir(tmp_path)
@@ -85,6 +105,7 @@ def worker_of(tmp_path, monkeypatch):
         clients.append((client, finder))
         monkeypatch.setattr(plugin, "_client", client)
         client.start()
+        return client
 
     yield start
     for client, finder in clients:
@@ -94,13 +115,28 @@ def worker_of(tmp_path, monkeypatch):
             del sys.modules[name]
 
 
-def _sets(k: int = 4, n: int = 1024) -> list[tuple[torch.Tensor]]:
+@pytest.fixture
+def picks(monkeypatch):
+    """The test seam of the judge's draw: `picks(list)` makes it check those repetitions; the
+    draws made are logged (with the reps they were drawn for) in the returned list."""
+    drawn: list = []
+
+    def pick(chosen: list[int]) -> list:
+        monkeypatch.setattr(timer, "pick_checked", lambda reps: (drawn.append(("pick", reps)), list(chosen))[1])
+        return drawn
+
+    return pick
+
+
+def _sets(k: int = 8, n: int = 1024) -> list[tuple[torch.Tensor]]:
     g = torch.Generator().manual_seed(0)
     return [(torch.randn(n, generator=g),) for _ in range(k)]
 
 
-def _check_doubles(sets):
+def _check_doubles(sets, seen: list | None = None):
     def check(k, out):
+        if seen is not None:
+            seen.append(k)
         assert torch.equal(out, sets[k][0] * 2), f"set {k}: not 2x its input"
 
     return check
@@ -119,50 +155,101 @@ def test_a_tiny_median_with_a_plausible_sum_earns_no_speed(worker_of):
     assert timing.graded_s >= 0.75 * WORK_S, f"graded {timing.graded_s * 1e3:.2f} ms for 4 ms calls"
 
 
-def test_honest_calls_on_rotated_inputs_pass_and_each_set_is_checked(worker_of):
+def test_the_judge_draws_the_checked_repetitions_after_the_timed_reply(worker_of, picks, monkeypatch):
+    """The timed request names no repetition; the draw comes after its reply, and only the drawn
+    repetitions' outputs are fetched (then the audited call's, on the last set, is checked too)."""
+    client = worker_of("")
+    import slowpkg
+
+    log = picks([1, 5, 6])
+    request = client.request
+
+    def logged(op, *args):
+        if op is Op.MEASURE:  # (target, phase, options)
+            log.append((args[1], sorted(args[2])))
+        return request(op, *args)
+
+    monkeypatch.setattr(client, "request", logged)
+    sets, seen = _sets(), []
+    timing = measure(slowpkg.work, warmup=1, reps=8, inputs=sets, check=_check_doubles(sets, seen))
+    phases = [entry[0] for entry in log]
+    assert phases.index("timed") < phases.index("pick") < phases.index("outputs"), log
+    assert ("timed", ["cuda_graph", "device", "flush_l2", "reps", "sets"]) in log
+    assert seen == [1, 5, 6, 7] and [i for i, _ in timing.outputs] == [1, 5, 6]
+    assert timing.graded_s >= 0.75 * WORK_S
+
+
+def test_the_worker_keeps_every_repetitions_output_on_its_own_set(worker_of, picks):
+    """Drawing all 8 repetitions: each kept output is right for its own set (none repeats)."""
     worker_of("")
     import slowpkg
 
+    picks(list(range(8)))
     sets, seen = _sets(), []
-    check = _check_doubles(sets)
-    timing = measure(slowpkg.work, warmup=1, reps=8, inputs=sets, check=lambda k, out: (seen.append(k), check(k, out)))
-    assert sorted(seen) == [0, 1, 2, 3, 3]  # each set's last timed repetition, and the audited call (set 7 % 4)
-    assert len(timing.outputs) == 4 and timing.graded_s >= WORK_S
+    timing = measure(slowpkg.work, warmup=1, reps=8, inputs=sets, check=_check_doubles(sets, seen))
+    assert seen == [0, 1, 2, 3, 4, 5, 6, 7, 7] and len(timing.outputs) == 8
 
 
-def test_a_cache_keyed_on_the_input_tensor_fails_the_recheck(worker_of):
-    """The call reads the same static buffers every repetition: an identity cache returns set 0's
-    answer for set 1."""
-    worker_of(IDENTITY_CACHE)
+def test_the_default_draw_is_four_distinct_repetitions_or_all():
+    for _ in range(20):
+        drawn = timer.pick_checked(20)
+        assert len(set(drawn)) == 4 and all(0 <= i < 20 for i in drawn)
+    assert timer.pick_checked(3) == [0, 1, 2]
+
+
+def test_a_stale_answer_fails_when_its_repetition_is_drawn(worker_of, picks):
+    worker_of(STALE_ON_REPETITION_5)
     import slowpkg
 
+    picks([2, 5])
     sets = _sets()
-    with pytest.raises(AssertionError, match="last timed repetition on input set 1 is wrong.*set 1: not 2x"):
+    with pytest.raises(AssertionError, match=r"timed repetition 5 \(input set 5\) is wrong.*set 5: not 2x"):
         measure(slowpkg.work, warmup=1, reps=8, inputs=sets, check=_check_doubles(sets))
 
 
-def test_a_cache_keyed_on_content_is_held_past_the_ceiling(worker_of, monkeypatch):
-    """A fingerprint cache answers right but for free after each set's first repetition: 2 of 20
-    calls take 4 ms, so the mean claims a 10x speed-up. With the ceiling at the honest rate (fake
-    ceilings: a CPU has no fixed peak to test against), honest calls pass and the cache is held
-    (past the CPU margin of 4)."""
-    work = Work(flops=1e9)  # declared per call: honest 4 ms -> 0.25 TFLOP/s
-    monkeypatch.setitem(ceilings._measured, "cpu", ceilings.Ceilings(work.flops / WORK_S, 1e12, "cpu"))
+def test_a_cache_keyed_on_the_input_tensor_fails_the_recheck(worker_of, picks):
+    """The call reads the same static buffers every repetition: an identity cache returns the
+    warm-up's answer (set 0) for set 1."""
+    worker_of(IDENTITY_CACHE)
+    import slowpkg
+
+    picks([1])
+    sets = _sets()
+    with pytest.raises(AssertionError, match=r"timed repetition 1 \(input set 1\) is wrong.*set 1: not 2x"):
+        measure(slowpkg.work, warmup=1, reps=8, inputs=sets, check=_check_doubles(sets))
+
+
+def test_a_cache_keyed_on_the_inputs_bytes_never_hits_in_timed_repetitions(worker_of, picks):
+    """One distinct set per repetition: a content cache misses on every timed call, so each one
+    does its 4 ms of work (hits = 0 after the loop, the mean >= 75% of 4 ms), and every kept output
+    is right for its own set. Set 0's one hit is the audited call (the last set, seen by
+    repetition 7); the warm-up runs on set 0 before repetition 0, which may hit: none here."""
     worker_of(CONTENT_CACHE)
     import slowpkg
 
-    sets = _sets(k=2)
-    with pytest.raises(HeldForReview, match=r"TFLOP/s against a measured GEMM ceiling of 0\.25"):
-        measure(slowpkg.work, warmup=0, reps=20, inputs=sets, check=_check_doubles(sets), work=work, device="cpu")
+    picks(list(range(8)))
+    sets, seen = _sets(), []
+    timing = measure(slowpkg.work, warmup=0, reps=8, inputs=sets, check=_check_doubles(sets, seen), device="cpu")
+    assert slowpkg.hits() == 1, "a timed repetition was answered from the cache"
+    assert seen == list(range(8)) + [7] and timing.graded_s >= 0.75 * WORK_S
 
 
-def test_honest_calls_under_the_same_fake_ceiling_are_not_held(worker_of, monkeypatch):
-    work = Work(flops=1e9)
+def test_a_worker_callable_on_fewer_sets_than_repetitions_is_refused(worker_of):
+    worker_of("")
+    import slowpkg
+
+    sets = _sets(k=4)
+    with pytest.raises(ValueError, match=r"one distinct input set per repetition \(got 4 sets for reps=8\).*cache"):
+        measure(slowpkg.work, warmup=1, reps=8, inputs=sets, check=_check_doubles(sets))
+
+
+def test_honest_calls_under_a_fake_ceiling_are_not_held(worker_of, monkeypatch):
+    work = Work(flops=1e9)  # declared per call: honest 4 ms -> 0.25 TFLOP/s, the fake ceiling
     monkeypatch.setitem(ceilings._measured, "cpu", ceilings.Ceilings(work.flops / WORK_S, 1e12, "cpu"))
     worker_of("")
     import slowpkg
 
-    sets = _sets(k=2)
+    sets = _sets(k=6)
     measure(slowpkg.work, warmup=0, reps=6, inputs=sets, check=_check_doubles(sets), work=work, device="cpu")
 
 
@@ -183,7 +270,7 @@ def test_a_rate_past_the_margin_is_held_with_the_numbers(monkeypatch, device, ti
         ceilings.check(work, seconds, device)
 
 
-def test_rotated_inputs_are_refused_when_sets_repeat_or_differ_in_shape():
+def test_input_sets_are_refused_when_they_repeat_or_differ_in_shape():
     x = torch.ones(4)
     with pytest.raises(ValueError, match="hold the same values"):
         measure(lambda a: a, reps=4, inputs=[(x,), (x.clone(),)], device="cpu")
@@ -195,14 +282,16 @@ def test_rotated_inputs_are_refused_when_sets_repeat_or_differ_in_shape():
         Work()
 
 
-def test_a_judge_baseline_on_rotated_inputs_reads_each_set():
+def test_a_judge_baseline_may_run_several_repetitions_on_each_set(picks):
+    """The judge's own code cannot cache: 3 sets over 6 repetitions, two consecutive on each."""
+    picks([0, 1, 2, 3, 4, 5])
     sets = _sets(k=3, n=8)
     timing = measure(lambda a: a + 1, warmup=1, reps=6, inputs=sets, device="cpu",
                      check=lambda k, out: torch.testing.assert_close(out, sets[k][0] + 1))
-    assert [torch.equal(o, s[0] + 1) for o, s in zip(timing.outputs, sets, strict=True)] == [True] * 3
+    assert [torch.equal(out, sets[i // 2][0] + 1) for i, out in timing.outputs] == [True] * 6
 
 
-# ---- graded end to end on the demo course, with a rotated-input perf test added ---------------
+# ---- graded end to end on the demo course, with an input-set perf test added -------------------
 
 def _demo_with_rotated_perf_test(demo_course):
     """The private demo copy, with test_add_on_rotated_inputs and its bar (kept out of the shared
@@ -214,7 +303,7 @@ def _demo_with_rotated_perf_test(demo_course):
     shutil.copy(extra / "test_add_rotated.py", sol / "tests" / "test_add_rotated.py")
     toml = sol / "assignment.toml"
     limits = toml.read_text().replace("test_timeout_s = 6", "test_timeout_s = 20").replace(
-        "file_timeout_s = 25", "file_timeout_s = 60")  # 64 timed adds on both sides, on a shared 2-core host
+        "file_timeout_s = 25", "file_timeout_s = 60")  # 16 timed outer adds a side (50 ms each in an attack), 2 shared cores
     toml.write_text(limits + (extra / "perf.toml").read_text())
     write_assignment(demo_course, "s00_demo")
     return demo_course
@@ -242,13 +331,14 @@ def test_the_demo_reference_earns_full_marks_on_rotated_inputs(demo_course, tmp_
 def test_an_identity_cache_fails_the_perf_test(demo_course, tmp_path):
     test = _graded_perf_test(demo_course, tmp_path, "timing_identity_cache")
     assert test.status == "failed" and test.score == 0, (test.status, test.reason)
-    assert "the last timed repetition on input set 1 is wrong" in test.reason, test.reason
+    assert "is wrong" in test.reason and "not the sum of its inputs" in test.reason, test.reason
 
 
-def test_a_content_cache_is_held_past_the_cpu_ceiling(demo_course, tmp_path):
-    """Right answers, each of 2 sets computed once in 256 repetitions: the claimed rate is past 4x
-    the copy bandwidth measured in the same run. Held (or failed, where the judge does not record
-    HeldForReview as held), never credited."""
+def test_a_slow_add_behind_a_content_cache_earns_nothing(demo_course, tmp_path):
+    """A 50 ms add behind a cache keyed on its inputs' bytes: with one set per repetition the cache
+    never answers a timed call, so the add is graded at its real speed (~0.1x torch.add), below
+    the bar of 0.15x: 0 of 2, and nothing claimed past a ceiling. With 2 sets over 16 repetitions
+    it would have answered 14 of them and claimed ~8x its speed."""
     test = _graded_perf_test(demo_course, tmp_path, "timing_content_cache")
-    assert test.status in ("held", "failed") and test.score == 0, (test.status, test.reason)
-    assert "Held for an instructor's review" in test.reason and "TB/s against a measured copy" in test.reason
+    assert test.score == 0 and test.status in ("passed", "failed"), (test.status, test.reason)
+    assert test.metrics["add_vs_torch"] < 0.15, test.metrics

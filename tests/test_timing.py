@@ -1,3 +1,5 @@
+import time
+
 import pytest
 
 from autograder.timing import Timing, measure
@@ -103,13 +105,21 @@ def test_only_plain_tensors_are_copied_from_a_replay():
     assert torch.equal(copied[1][0], x) and copied[1][1] is None
 
 
+@pytest.fixture
+def check_all(monkeypatch):
+    """The judge's draw of checked repetitions made deterministic: every one."""
+    from autograder.worker import timer
+
+    monkeypatch.setattr(timer, "pick_checked", lambda reps: list(range(reps)))
+
+
 @cuda
-def test_graph_replays_on_rotated_inputs_are_each_rechecked():
-    """The graph reads the static buffers: each set copied in is what the next replays compute on."""
+def test_graph_replays_on_input_sets_are_each_rechecked(check_all):
+    """The graph reads the static buffers: the set copied in before each replay is what it computes on."""
     import torch
 
     g = torch.Generator(device="cuda").manual_seed(0)
-    sets = [(torch.randn(4096, device="cuda", generator=g),) for _ in range(4)]
+    sets = [(torch.randn(4096, device="cuda", generator=g),) for _ in range(8)]
     seen = []
 
     def check(k, out):
@@ -117,17 +127,17 @@ def test_graph_replays_on_rotated_inputs_are_each_rechecked():
         assert torch.equal(out, sets[k][0] * 2), f"input set {k}: not 2x its input"
 
     timing = measure(lambda x: x * 2, reps=8, flush_l2=False, cuda_graph=True, inputs=sets, check=check)
-    assert seen[:4] == [0, 1, 2, 3] and len(timing.outputs) == 4
+    assert seen == [0, 1, 2, 3, 4, 5, 6, 7, 7] and len(timing.outputs) == 8  # each replay, then the last's
 
 
 @cuda
-def test_a_capture_that_records_a_copy_of_a_precomputed_answer_fails_on_the_next_set():
+def test_a_capture_that_records_a_copy_of_a_precomputed_answer_fails_on_the_next_set(check_all):
     """A call that sees it is being captured and records a copy of the answer it computed for the
-    first set: the replays on sets 1-3 return set 0's answer."""
+    first set: the replays on sets 1-7 return set 0's answer."""
     import torch
 
     g = torch.Generator(device="cuda").manual_seed(0)
-    sets = [(torch.randn(4096, device="cuda", generator=g),) for _ in range(4)]
+    sets = [(torch.randn(4096, device="cuda", generator=g),) for _ in range(8)]
     answer = sets[0][0] * 2
 
     def cheat(x):
@@ -136,5 +146,42 @@ def test_a_capture_that_records_a_copy_of_a_precomputed_answer_fails_on_the_next
     def check(k, out):
         assert torch.equal(out, sets[k][0] * 2), f"input set {k}: not 2x its input"
 
-    with pytest.raises(AssertionError, match="input set 1 is wrong"):
+    with pytest.raises(AssertionError, match=r"timed repetition 1 \(input set 1\) is wrong"):
         measure(cheat, reps=8, flush_l2=False, cuda_graph=True, inputs=sets, check=check)
+
+
+def test_each_repetition_runs_on_its_own_set_and_every_output_is_kept():
+    """With as many sets as repetitions, the set of repetition i is in the buffers when it runs,
+    and a copy of each repetition's output is kept (the call returns one tensor it rewrites)."""
+    import torch
+
+    from autograder.worker import timer
+
+    sets = [(torch.full((4,), float(i)),) for i in range(6)]
+    feed = timer.Feed.of(sets[0])
+    feed.rotate(sets)
+    out, seen = torch.empty(4), []
+    call = feed.bind(lambda x: (seen.append(float(x[0])), out.copy_(x + 1))[1])
+    timer.samples(call, 6, False, "cpu", feed)
+    assert seen == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert [float(feed.kept[i][0]) for i in range(6)] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert [float(o[0]) for o in feed.take([4, 1])] == [5.0, 2.0] and feed.kept == {}
+
+
+def test_the_empty_loop_estimate_includes_copying_each_output():
+    """The judge's estimate of the loop's own work copies an output shaped as the call's out of
+    every repetition, as the worker does: 8 copies of 16 MB take milliseconds, far above the
+    loop with nothing to copy (tolerance: 2x on a loaded host)."""
+    import torch
+
+    from autograder.judge import bracket
+
+    sets = [(torch.full((4,), float(i)),) for i in range(8)]
+    big = torch.ones(4 << 20)
+    bare = bracket.empty_loop_s(8, False, "cpu", sets)
+    copying = bracket.empty_loop_s(8, False, "cpu", sets, big)
+    start = time.perf_counter()
+    for _ in range(8):
+        big.clone()
+    direct = time.perf_counter() - start
+    assert copying > bare + direct / 2, f"{copying * 1e3:.2f} ms with copies, {bare * 1e3:.2f} ms without"

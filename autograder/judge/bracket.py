@@ -4,9 +4,9 @@ The course timer runs in the worker (CUDA events need to sit beside the kernels)
 it reports are the worker's word. The judge splits a measurement into requests: warm-up, the
 timed repetitions, and one audited call. Around the timed request it reads its own clock, and
 subtracts what the bracket holds besides the timed calls: a round trip to the worker carrying
-the same payload, and the timing loop itself with nothing in it (L2 flushes, event records, the
-copies of rotated inputs into the call's buffers and of the kept outputs out of them), all
-measured here in the judge. A worker whose reported total is below `MIN_CLAIM_FRACTION` of what
+the same payload, and the timing loop itself with nothing in it (L2 flushes, event records, and
+with input sets the copy of each repetition's set into the call's buffers and of its output out
+of them), all measured here in the judge. A worker whose reported total is below `MIN_CLAIM_FRACTION` of what
 is left (plus `SLACK_S` for jitter) is caught claiming time it did not take, and the test fails.
 
 Which statistic is graded: the bracket vouches for one number, the SUM of the samples, so the
@@ -18,9 +18,11 @@ repetition either: its clock sees one request, not the repetitions inside it. Bo
 graded ratio use `graded_s`; for the steady calls perf tests time (after warm-up, with L2 flushed)
 the mean is within a few percent of the median, so the bars stay where they were calibrated.
 
-Rotated inputs (`inputs=`): the K sets reach the worker in the timed request itself, inside the
-bracket. A result the worker computes ahead for a set it has just received is either claimed in
-the samples (and graded) or unclaimed time the sum check bounds.
+Input sets (`inputs=`, one per repetition): the sets reach the worker in the timed request itself,
+inside the bracket. A result the worker computes ahead for a set it has just received is either
+claimed in the samples (and graded) or unclaimed time the sum check bounds. The worker keeps a
+copy of every repetition's output; only after the timed reply does the judge draw which of them
+to check (`timer.pick_checked`) and fetch those (outputs can be large: never all of them).
 """
 
 from __future__ import annotations
@@ -51,9 +53,14 @@ class TimingRejected(AssertionError):
     """The times the worker reported contradict the judge's own clock."""
 
 
-def empty_loop_s(reps: int, flush_l2: bool, device: Any, sets: list[tuple] | None = None) -> float:
+def empty_loop_s(reps: int, flush_l2: bool, device: Any, sets: list[tuple] | None = None,
+                 output: Any = None) -> float:
     """Wall seconds of the timing loop with nothing in it, measured in the judge (cached without
-    sets); with sets, the copies of each repetition's inputs into static buffers included."""
+    sets); with sets, the copy of each repetition's inputs into static buffers and of `output`
+    (shaped as what the call returns) out of the loop, as the worker keeps every repetition's,
+    included. On CPU the copies are held to the end of each run, as the worker holds them (fresh
+    pages cost the same); on a GPU each is dropped at once (the worker reserved its blocks in the
+    warm-up, the judge's allocator reuses one: neither allocates in the loop)."""
     key = (reps, flush_l2, str(timer.cuda_device(device)))
     if sets is None and key in _empty_loop:
         return _empty_loop[key]
@@ -61,15 +68,21 @@ def empty_loop_s(reps: int, flush_l2: bool, device: Any, sets: list[tuple] | Non
     if sets is not None:
         feed = timer.Feed.of(sets[0])
         feed.rotate(sets)
+        feed.hold = timer.cuda_device(device) is None
     walls = []
     for _ in range(3 if sets is None else 2):
         start = time.perf_counter()
-        timer.samples(lambda: None, reps, flush_l2, device, feed)
+        timer.samples(lambda: output, reps, flush_l2, device, feed)
         timer.synchronize(device)
         walls.append(time.perf_counter() - start)
+        if feed is not None:
+            feed.kept = {}
     if sets is None:
         _empty_loop[key] = min(walls)
-    return min(walls)
+        return min(walls)
+    # the slower of two: the copies (reps sets in, reps outputs out) cost about what a memory-bound
+    # call does, and vary with the host's load as the worker's did inside the bracket
+    return max(walls)
 
 
 def check_claim(claimed_s: float, bracket_s: float, overhead_s: float) -> float:
@@ -107,32 +120,40 @@ def _shaped_like(sets: list[Any]) -> list[Any]:
     return [ones(one) for one in sets]
 
 
-def _round_trip_s(client: Any, fn: Any, dev: str | None, sets: list[tuple] | None, outputs: tuple = ()) -> float:
-    """A round trip to the worker; with sets, carrying ones shaped as the sets there and as the
-    kept outputs back (what the timed request carries), capped (see ROUND_TRIP_CAP_S)."""
+def _round_trip_s(client: Any, fn: Any, dev: str | None, sets: list[tuple] | None) -> float:
+    """A round trip to the worker; with sets, carrying ones shaped as the sets there (what the
+    timed request carries; its reply is the samples alone), capped (see ROUND_TRIP_CAP_S)."""
     if sets is None:
         start = time.perf_counter()
         client.request(Op.MEASURE, fn, "warmup", {"warmup": 0, "device": dev})
         measured = time.perf_counter() - start
     else:
-        dummies, echo = _shaped_like(sets), _shaped_like([timer.copy_of(list(outputs))])[0]
+        dummies = _shaped_like(sets)
         walls = []
         for _ in range(2):  # the slower of two: a transfer's cost varies with the host's load
             start = time.perf_counter()
-            client.request(Op.MEASURE, fn, "calibrate", {"sets": dummies, "echo": echo, "device": dev})
+            client.request(Op.MEASURE, fn, "calibrate", {"sets": dummies, "echo": None, "device": dev})
             walls.append(time.perf_counter() - start)
         measured = max(walls)
-        del dummies, echo
-    return min(measured, ROUND_TRIP_CAP_S + _payload_s(sets) + _payload_s(list(outputs)))
+        del dummies
+    return min(measured, ROUND_TRIP_CAP_S + _payload_s(sets))
 
 
-def _copy_out_s(outputs: tuple, device: Any) -> float:
-    """Wall seconds of copying the kept outputs once more here: what the loop spent keeping them."""
-    timer.synchronize(device)
-    start = time.perf_counter()
-    timer.copy_of(list(outputs))
-    timer.synchronize(device)
-    return time.perf_counter() - start
+def _nbytes(value: Any) -> int:
+    import torch
+
+    if type(value) in (tuple, list):
+        return sum(_nbytes(v) for v in value)
+    return value.numel() * value.element_size() if type(value) is torch.Tensor else 0
+
+
+def _fetch_checked(client: Any, fn: Any, reps: int) -> tuple[tuple[int, Any], ...]:
+    """The kept outputs of the repetitions drawn now, after the timed reply: (repetition, output)."""
+    chosen = list(timer.pick_checked(reps))
+    outputs = client.request(Op.MEASURE, fn, "outputs", {"reps": chosen})
+    if type(outputs) is not list or len(outputs) != len(chosen):
+        raise TimingRejected(f"the submission's process sent no kept outputs of repetitions {chosen}")
+    return tuple(zip(chosen, outputs, strict=True))
 
 
 def _versions(sets: list[tuple] | None) -> list[int]:
@@ -154,26 +175,27 @@ def measure_remote(fn: Any, *, warmup: int, reps: int, flush_l2: bool, device: A
     dev = None if device is None else str(device)
     versions = _versions(sets)
     client.request(Op.MEASURE, fn, "warmup", {"warmup": warmup, "flush_l2": flush_l2, "device": dev,
-                                             "prime": True, "cuda_graph": cuda_graph,
+                                             "prime": True, "cuda_graph": cuda_graph, "reps": reps,
                                              "first": None if sets is None else sets[0]})
     if sets is None:
-        overhead = _round_trip_s(client, fn, dev, None)
-    else:  # payloads of the timed request's size both ways: its first-use costs (growing the shared memory) go here
+        overhead = _round_trip_s(client, fn, dev, None) + empty_loop_s(reps, flush_l2, device)
+    else:  # a payload of the timed request's size: its first-use costs (growing the shared memory) go here
         dummies = _shaped_like(sets)
-        client.request(Op.MEASURE, fn, "calibrate", {"sets": dummies, "echo": dummies, "device": dev})
+        client.request(Op.MEASURE, fn, "calibrate", {"sets": dummies, "echo": None, "device": dev})
         del dummies
         overhead = 0.0
-    overhead += empty_loop_s(reps, flush_l2, device, sets)
     options = {"reps": reps, "flush_l2": flush_l2, "device": dev, "cuda_graph": cuda_graph}
     start = time.perf_counter()
-    reply = client.request(Op.MEASURE, fn, "timed", options if sets is None else {**options, "sets": sets})
+    samples = client.request(Op.MEASURE, fn, "timed", options if sets is None else {**options, "sets": sets})
     bracket = time.perf_counter() - start
-    samples, outputs = (reply, ()) if sets is None else _split(reply, len(sets))
     if type(samples) is not list or len(samples) != reps or \
             not all(type(s) is float and math.isfinite(s) and s >= 0 for s in samples):
         raise TimingRejected(f"the submission's process sent {reps} malformed timing samples")
-    if sets is not None:  # after the timed request: the payload back is shaped as its kept outputs
-        overhead += _copy_out_s(outputs, device) + _round_trip_s(client, fn, dev, sets, outputs)
+    outputs: tuple = ()
+    if sets is not None:  # drawn after the timed reply; the loop's copies are estimated on the smallest
+        outputs = _fetch_checked(client, fn, reps)
+        shaped = min((out for _, out in outputs), key=_nbytes)
+        overhead += _round_trip_s(client, fn, dev, sets) + empty_loop_s(reps, flush_l2, device, sets, shaped)
     # outside the bracket: what the graph's last replay wrote (the worker's word: the test checks it)
     replayed = client.request(Op.MEASURE, fn, "replayed", {"device": dev}) if cuda_graph else None
     output, hits, share = client.request(Op.MEASURE, fn, "audit", {"device": dev})
@@ -191,8 +213,3 @@ def measure_remote(fn: Any, *, warmup: int, reps: int, flush_l2: bool, device: A
           f"({bracket * 1e3:.2f} ms, {overhead * 1e3:.2f} ms of it overhead)")
     return timing
 
-
-def _split(reply: Any, k: int) -> tuple[Any, tuple]:
-    if type(reply) is not list or len(reply) != 2 or type(reply[1]) is not list or len(reply[1]) != k:
-        raise TimingRejected(f"the submission's process sent no samples and {k} kept outputs")
-    return reply[0], tuple(reply[1])

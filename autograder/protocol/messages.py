@@ -44,7 +44,7 @@ class Op(str, Enum):
     CALL_METHOD = "callmethod"  # target, name, args, kwargs (one round trip for obj.method(...))
     SPECIAL = "special"         # target, dunder name, args: len, getitem, iter, bool, repr, ...
     SHIPPED = "shipped"         # module file, module name, qualname, args, kwargs: test-side code
-    MEASURE = "measure"         # target, phase ("warmup" | "timed" | "audit"), options
+    MEASURE = "measure"         # target, phase ("warmup" | "calibrate" | "timed" | "outputs" | "replayed" | "audit"), options
     RELEASE = "release"         # [(rid, receipts)]: refs the judge no longer holds
     REPLY = "reply"
     RAISED = "raised"

@@ -212,12 +212,14 @@ class Worker:
             first = options.get("first")
             return session.warmup(target, int(options["warmup"]), bool(options.get("flush_l2", True)), device,
                                   bool(options.get("prime", False)), bool(options.get("cuda_graph", False)),
-                                  None if first is None else tuple(first))
+                                  None if first is None else tuple(first), int(options.get("reps", 0)))
         if phase == "calibrate":  # a round trip carrying payloads shaped as the timed request's: the judge times it
             return options.get("echo")
         if phase == "timed":
             return session.timed(target, int(options["reps"]), bool(options["flush_l2"]), device,
                                  bool(options.get("cuda_graph", False)), options.get("sets"))
+        if phase == "outputs":  # the kept outputs of the repetitions the judge chose after the timed phase
+            return session.outputs(target, options.get("reps"))
         if phase == "replayed":
             return session.replayed(target, device)
         if phase == "audit":

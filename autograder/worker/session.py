@@ -61,18 +61,23 @@ class TestSession:
 
     # ---- the phases of a bracketed measurement ----------------------------------------------
     def warmup(self, fn: Callable[..., object], count: int, flush_l2: bool, device: Any, prime: bool,
-               cuda_graph: bool = False, first: tuple | None = None) -> None:
+               cuda_graph: bool = False, first: tuple | None = None, reps: int = 0) -> None:
         """Pauses the accounting until the audit (stopping the profiler costs milliseconds: never
-        inside the phase the judge brackets). With `first` (rotated inputs), binds fn to static
-        buffers holding that set. With cuda_graph, captures the call here, outside the bracket,
-        for the timed phase to replay."""
+        inside the phase the judge brackets). With `first` (input sets), binds fn to static
+        buffers holding that set, and reserves memory for the `reps` output copies the timed
+        phase keeps (allocating them there would cost time the judge's estimate does not hold).
+        With cuda_graph, captures the call here, outside the bracket, for the timed phase to replay."""
         if self._pause is None and self.accountant is not None:
             self._pause = self.accountant.paused()
             self._pause.__enter__()
         self._feed = (fn, timer.Feed.of(first)) if first is not None else None
         call = self.bound(fn)
+        out = None
         for _ in range(count):
-            call()
+            out = call()
+        if first is not None and count > 0:  # freed at once: the allocator keeps the blocks for the loop's copies
+            reserved = [timer.copy_of(out) for _ in range(reps)]
+            del reserved
         if cuda_graph:
             self._replay = (fn, timer.capture(call, device))
         if prime:  # the timing loop's own first-use costs (events, the L2 scratch) outside the bracket
@@ -86,7 +91,7 @@ class TestSession:
 
     def timed(self, fn: Callable[..., object], reps: int, flush_l2: bool, device: Any,
               cuda_graph: bool = False, sets: list | None = None) -> Any:
-        """The samples; with `sets`, [samples, the copied output of each set's last repetition]."""
+        """The samples; with `sets`, a copy of every repetition's output stays here for `outputs`."""
         feed = None
         if sets is not None:
             owner, feed = getattr(self, "_feed", None) or (None, None)
@@ -102,8 +107,15 @@ class TestSession:
             return timer.samples(call, reps, flush_l2, device)
         times = timer.samples(call, reps, flush_l2, device, feed)
         timer.synchronize(device)
-        kept, feed.sets, feed.kept = feed.kept, [], []  # the sources go with this request
-        return [times, kept]
+        feed.sets = []  # the sources go with this request; the kept outputs wait for `outputs`
+        return times
+
+    def outputs(self, fn: Callable[..., object], reps: list[int]) -> list[Any]:
+        """The kept outputs of the timed repetitions the judge chose after the loop (then all dropped)."""
+        owner, feed = getattr(self, "_feed", None) or (None, None)
+        if owner is not fn or type(reps) is not list or not all(type(i) is int for i in reps):
+            raise RuntimeError("measure(inputs=...): no timed repetitions of this call to return outputs of")
+        return feed.take(reps)
 
     def replayed(self, fn: Callable[[], object], device: Any) -> Any:
         """What the last timed replay of fn's graph wrote (still inside the paused accounting)."""

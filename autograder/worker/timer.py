@@ -3,15 +3,17 @@
 Pure code with no grading state: the worker runs them around the student's calls (the judge
 brackets that phase with its own clock), and the judge runs them around its own baselines.
 
-With rotated inputs (a `Feed`), the call reads static input buffers it was bound to once; the
-loop copies each of K source sets into them in turn, outside the timed span, for a run of
-consecutive repetitions, and copies out the output of each run's last repetition (also outside
-the timed span) for the judge to re-check. A cache keyed on the inputs' identity then answers with a stale result,
-and one keyed on their content must read them inside every timed repetition.
+With input sets (a `Feed`), the call reads static input buffers it was bound to once; before
+each repetition the loop copies that repetition's set into them, and after it keeps a copy of
+its output, both outside the timed span. A submission is timed on as many distinct sets as
+repetitions, so no repetition sees inputs another timed repetition saw: a cache keyed on the
+inputs' identity answers with a stale result, and one keyed on their content never hits. Which
+kept outputs are checked is chosen after the loop (`pick_checked`), so every one must be right.
 """
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -20,13 +22,16 @@ from typing import Any
 
 # Larger than the L2 of any current GPU (H100/H200: 50 MB), so one write evicts it.
 L2_FLUSH_BYTES = 256 * 1024 * 1024
+# Timed repetitions whose kept outputs are checked, drawn after the loop: a submission that
+# answers wrong on a fraction f of the repetitions passes with probability about (1 - f)^4.
+CHECKED_REPS = 4
 
 
 @dataclass(frozen=True)
 class Timing:
     """Seconds per call over `reps` timed repetitions (after warm-up). `output` is what the audited
     call returned when the submission was timed in the worker (re-checked by the test); `outputs`,
-    with rotated inputs, what the last timed repetition of each input set returned."""
+    with input sets, (repetition, output) pairs of the timed repetitions that were checked."""
 
     median_s: float
     mean_s: float
@@ -86,8 +91,8 @@ def synchronize(device: object | None) -> None:
 def samples(fn: Callable[[], object], reps: int, flush_l2: bool, device: object | None,
             feed: Feed | None = None) -> list[float]:
     """Seconds of each of `reps` calls (no warm-up): CUDA events on a GPU, perf_counter on CPU.
-    With a feed, each repetition's inputs are loaded before it and the last output of each set kept
-    after it, both outside the timed span."""
+    With a feed, each repetition's inputs are loaded before it and its output kept after it, both
+    outside the timed span."""
     cuda = cuda_device(device)
     if cuda is None:
         out = []
@@ -98,7 +103,7 @@ def samples(fn: Callable[[], object], reps: int, flush_l2: bool, device: object 
             result = fn()
             out.append(time.perf_counter() - start)
             if feed is not None:
-                feed.keep(i, reps, result)
+                feed.keep_output(i, result)
         return out
     import torch
 
@@ -115,7 +120,7 @@ def samples(fn: Callable[[], object], reps: int, flush_l2: bool, device: object 
         result = fn()
         ends[i].record()
         if feed is not None:
-            feed.keep(i, reps, result)
+            feed.keep_output(i, result)
     torch.cuda.synchronize(cuda)
     return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
 
@@ -147,15 +152,18 @@ def copy_of(value: Any) -> Any:
 
 @dataclass
 class Feed:
-    """Rotated inputs: `static` are the arguments the timed call is bound to (tensors the loop owns,
-    read by a captured graph too), `sets` the K source sets copied into them: repetition i runs on
-    set i * K // reps, so each set has a run of consecutive repetitions, copied in once before the
-    first of them (fewer copies than repetitions: the judge's estimate of them stays close);
-    `kept[k]` is a copy of what the last repetition on set k returned."""
+    """Input sets: `static` are the arguments the timed call is bound to (tensors the loop owns,
+    read by a captured graph too), `sets` the source sets copied into them: repetition i runs on
+    set i * K // reps (a submission has K = reps: each repetition its own set, copied in before
+    it; the judge's own baselines may run several repetitions on one set). `kept[i]` is a copy of
+    what repetition i returned, for every i in `keep` (None: every repetition); with hold=False
+    each copy is made and dropped (the judge's estimate of their cost on a GPU)."""
 
     static: tuple
     sets: list[tuple] = field(default_factory=list)
-    kept: list[Any] = field(default_factory=list)
+    kept: dict[int, Any] = field(default_factory=dict)
+    keep: frozenset[int] | None = None
+    hold: bool = True
 
     @classmethod
     def of(cls, first: tuple) -> Feed:
@@ -165,11 +173,12 @@ class Feed:
     def bind(self, fn: Callable[..., object]) -> Callable[[], object]:
         return lambda: fn(*self.static)
 
-    def rotate(self, sets: list[tuple]) -> None:
-        """The source sets of the next timing loop: ValueError unless each matches the static
-        buffers (tensors of the same shape, dtype and device; other arguments equal)."""
+    def rotate(self, sets: list[tuple], keep: frozenset[int] | None = None) -> None:
+        """The source sets of the next timing loop and the repetitions whose outputs it keeps:
+        ValueError unless each set matches the static buffers (tensors of the same shape, dtype
+        and device; other arguments equal)."""
         check_sets([self.static, *sets])
-        self.sets, self.kept = list(sets), [None] * len(sets)
+        self.sets, self.kept, self.keep = list(sets), {}, keep
 
     def load(self, i: int, reps: int) -> None:
         """Before repetition i: copy its set into the static buffers if it starts a new run."""
@@ -183,11 +192,28 @@ class Feed:
                 if type(dst) is torch.Tensor:
                     dst.copy_(src)
 
-    def keep(self, i: int, reps: int, result: Any) -> None:
-        """After repetition i: a copy of its output if it ends its set's run."""
-        k = set_of(i, reps, len(self.sets))
-        if self.sets and (i == reps - 1 or set_of(i + 1, reps, len(self.sets)) != k):
-            self.kept[k] = copy_of(result)
+    def keep_output(self, i: int, result: Any) -> None:
+        """After repetition i: a copy of its output, if it is one to keep."""
+        if self.sets and (self.keep is None or i in self.keep):
+            copied = copy_of(result)
+            if self.hold:
+                self.kept[i] = copied
+
+    def take(self, reps: list[int]) -> list[Any]:
+        """The kept outputs of `reps` (KeyError for one not kept); all kept copies are dropped."""
+        try:
+            return [self.kept[i] for i in reps]
+        finally:
+            self.kept = {}
+
+
+def pick_checked(reps: int, count: int = CHECKED_REPS) -> list[int]:
+    """The timed repetitions whose outputs are checked: `count` of them drawn from the system's
+    entropy (nothing the submission's process can predict or seed), all of them when reps <= count.
+    Tests replace this function to pick deterministically."""
+    if reps <= count:
+        return list(range(reps))
+    return sorted(random.SystemRandom().sample(range(reps), count))
 
 
 def set_of(i: int, reps: int, k: int) -> int:
@@ -260,11 +286,12 @@ def replayed_output(call: Callable[[], object], device: object | None) -> Any:
 
 
 def timed(fn: Callable[..., object], warmup: int, reps: int, flush_l2: bool, device: object | None,
-          cuda_graph: bool = False, sets: list[tuple] | None = None) -> Timing:
-    """Warm up on the first set, then time `reps` calls rotating over `sets` (or `fn()` without)."""
+          cuda_graph: bool = False, sets: list[tuple] | None = None, keep: frozenset[int] | None = None) -> Timing:
+    """Warm up on the first set, then time `reps` calls over `sets` (or `fn()` without), keeping
+    the outputs of the repetitions in `keep` (`Timing.outputs`)."""
     feed = Feed.of(sets[0]) if sets else None
     if feed is not None:
-        feed.rotate(sets)
+        feed.rotate(sets, keep)
         fn = feed.bind(fn)
     for _ in range(warmup):
         fn()
@@ -272,5 +299,5 @@ def timed(fn: Callable[..., object], warmup: int, reps: int, flush_l2: bool, dev
     call = capture(fn, device) if cuda_graph else fn
     times = samples(call, reps, flush_l2, device, feed)
     synchronize(device)
-    return Timing.from_samples(times, replayed=replayed_output(call, device),
-                               outputs=tuple(feed.kept) if feed is not None else ())
+    kept = tuple(sorted(feed.kept.items())) if feed is not None else ()
+    return Timing.from_samples(times, replayed=replayed_output(call, device), outputs=kept)

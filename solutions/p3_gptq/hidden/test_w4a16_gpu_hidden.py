@@ -3,9 +3,10 @@
 Both sides are timed as CUDA graph replays (`measure(cuda_graph=True)`), as an engine runs its
 decode steps: at M <= 16 a call is tens of microseconds of GPU work and the host's launch path
 (Python, argument checks, Triton's launcher) costs more than that, which would be timed instead.
-Each side's graph reads static buffers into which SETS distinct sets (activations and quantized
-weights) are copied in turn between replays; what the replays wrote for each set is re-checked,
-and a time implying more bytes/s than this run's copy (the packed weights must be read) is held."""
+Each side's graph reads static buffers into which REPS distinct sets (activations and quantized
+weights) are copied, one before each replay; what the replays the judge draws after the loop wrote
+is re-checked, and a time implying more bytes/s than this run's copy (the packed weights must be
+read) is held."""
 
 import math
 
@@ -19,9 +20,10 @@ from autograder.timing import Work, measure
 pytestmark = pytest.mark.gpu
 SHAPES = [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)]  # (N, K): qkv, o, gate+up, down
 KEYS = ("qweight", "qzeros", "scales", "g_idx")
-# 4 input sets, each replayed 5 times of the 20 timed: 4 activations, over 2 quantized weights
-# (making a random weight of the gate+up shape takes seconds on the CPU).
-SETS, WEIGHTS = 4, 2
+# One input set per timed replay: 20 activations (at most 16 x 14336 bf16, 0.5 MB) over 2 quantized
+# weights shared by reference (making a random weight of the gate+up shape takes seconds on the CPU;
+# the largest, 28672 x 4096, is 59 MB packed and 235 MB as the baseline's bf16): under 1 GB a shape.
+REPS, WEIGHTS = 20, 2
 
 
 def gpu_case(n, k, seed, oracles):
@@ -54,14 +56,15 @@ def test_speed_against_bf16_matmul(perf, oracles):
     ratios = []
     for i, (n, k) in enumerate(SHAPES):
         weights = [gpu_case(n, k, 100 + i + 10 * j, oracles) for j in range(WEIGHTS)]
-        cases = [weights[j % WEIGHTS] for j in range(SETS)]
+        cases = [weights[j % WEIGHTS] for j in range(REPS)]
         t0 = cases[0][0]
         weight_bytes = sum(t0[key].numel() * t0[key].element_size() for key in ("qweight", "scales"))
         for m in (1, 4, 16):
             acts = [torch.randn(m, k, device="cuda", generator=torch.Generator("cuda").manual_seed(m + 100 * j)).bfloat16()
-                    for j in range(SETS)]
+                    for j in range(REPS)]
             with oracle():
-                base = measure(lambda a, w: a @ w.T, cuda_graph=True, inputs=[(a, w) for a, (_, w) in zip(acts, cases)])
+                base = measure(lambda a, w: a @ w.T, cuda_graph=True, reps=REPS,
+                               inputs=[(a, w) for a, (_, w) in zip(acts, cases)])
                 refs = [a.float() @ w.float().T for a, (_, w) in zip(acts, cases)]
 
             # the replays' outputs on each set, and the eager audit call's: a capture that recorded
@@ -71,7 +74,8 @@ def test_speed_against_bf16_matmul(perf, oracles):
                 assert err < 1e-2, f"M={m} N={n} K={k}, input set {j}: mean relative error {err:.3g}"
 
             sets = [(a, *(t[key] for key in KEYS)) for a, (t, _) in zip(acts, cases)]
-            timing = measure(submission(), cuda_graph=True, inputs=sets, check=check, work=Work(bytes=weight_bytes))
+            timing = measure(submission(), cuda_graph=True, reps=REPS, inputs=sets, check=check,
+                             work=Work(bytes=weight_bytes))
             ratios.append(base.graded_s / timing.graded_s)
             print(f"M={m} N={n} K={k}: w4a16 {timing.graded_s * 1e6:.1f} us, bf16 {base.graded_s * 1e6:.1f} us")
     geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))

@@ -1,7 +1,7 @@
 """GPU tier: two GPUs over NCCL. The student's ring_all_reduce on CUDA tensors against NCCL's own
 all_reduce (the baseline, inside oracle()), 64 MiB of float32, both timed in the same run with
-autograder.timing.measure on every rank (warm-up, CUDA events, mean of 20 over 4 input sets copied
-into the buffer in turn, each repetition summing a fresh copy). Same S and n, so the ratio of
+autograder.timing.measure on every rank (warm-up, CUDA events, mean of 20 repetitions, each on its
+own input set copied into the buffer before it: 20 x 64 MiB = 1.3 GB a rank). Same S and n, so the ratio of
 their bus bandwidths is the ratio of their times. The whole measurement runs in the ranks'
 workers: it is their word, checked against nothing the judge clocks. Graded against
 [perf.ring_busbw_vs_nccl] of assignment.toml for this hardware; with no bar for it (none is set
@@ -13,6 +13,7 @@ import pytest
 from conftest import check_sum, expected_sum
 
 N = 16 * 2**20  # float32 elements: S = 64 MiB
+REPS = 20  # one input set per repetition
 CHECK = 2**20 + 1  # int64 elements of the exactness check, odd: uneven ring blocks
 
 
@@ -28,14 +29,14 @@ def busbw_on_rank() -> list:
     device = torch.device("cuda", torch.cuda.current_device())
     check = sum_input("int", dist.get_rank(), (CHECK,)).to(device)
     ring_all_reduce(check)  # exact first, on rank-tagged integers (this also opens the pair's NCCL channels)
-    sets = [(torch.full((N,), float(i + 1), device=device),) for i in range(4)]  # each copied in before a call
+    sets = [(torch.full((N,), float(i + 1), device=device),) for i in range(REPS)]  # each copied in before its call
 
     def summed(i, out):  # every rank holds i + 1: the sum over 2 ranks
         assert torch.equal(out, torch.full_like(out, 2.0 * (i + 1))), f"ring_all_reduce of input set {i} is wrong"
 
-    mine = measure(ring_all_reduce, warmup=3, reps=20, device=device, inputs=sets, check=summed)
+    mine = measure(ring_all_reduce, warmup=3, reps=REPS, device=device, inputs=sets, check=summed)
     with oracle():
-        theirs = measure(lambda y: dist.all_reduce(y), warmup=3, reps=20, device=device, inputs=sets)
+        theirs = measure(lambda y: dist.all_reduce(y), warmup=3, reps=REPS, device=device, inputs=sets)
     return [check.cpu(), mine.graded_s, theirs.graded_s]
 
 
