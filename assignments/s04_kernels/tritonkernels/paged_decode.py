@@ -110,6 +110,8 @@ def paged_decode_split(q: Tensor, k_cache: Tensor, v_cache: Tensor, block_tables
 
     Returns (partial, lse): partial (B, H, S, D) fp32 and lse (B, H, S) fp32, contiguous, with
     S = num_splits_for(block_tables, block_size, split_tokens); the contract of `_split_kernel`.
+    Every input may be a strided view (q and the caches with unit stride in D; block_tables and
+    context_lens with any strides).
     """
     _check(q, k_cache, v_cache, block_tables, context_lens, split_tokens)
     raise NotImplementedError("s04.3: paged_decode_split")

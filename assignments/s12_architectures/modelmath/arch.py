@@ -91,9 +91,13 @@ def from_config(config: dict) -> Arch:
     qk_norm. Mixtral's experts are `num_local_experts` of `intermediate_size`; DeepSeek-V3's are
     `n_routed_experts` + `n_shared_experts` of `moe_intermediate_size`, with MLA and
     `num_nextn_predict_layers`. Gemma names its activation `hidden_activation` (falling back to
-    `hidden_act`). Raises ValueError naming an unknown `model_type` or a missing required key.
+    `hidden_act`). RoPE settings come in either layout transformers reads: `rope_scaling` (the
+    legacy key: the type under `rope_type` or `type`, `rope_theta` beside it at the top level) or
+    `rope_parameters` (the current key: type and `rope_theta` inside; type `"default"` is unscaled).
+    Raises ValueError naming an unknown `model_type` or a missing required key.
     """
     raise NotImplementedError("s12.1: from_config")
+
 
 
 def is_moe_layer(arch: Arch, index: int) -> bool:

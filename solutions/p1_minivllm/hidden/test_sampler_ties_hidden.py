@@ -6,9 +6,9 @@ import math
 
 import pytest
 import torch
-from autograder.testing import in_worker
-
 from minivllm import SamplingParams, sample, sampling_probs
+
+from autograder.testing import in_worker
 
 
 def kept_by_top_k(row: list[float], k: int) -> set[int]:
@@ -112,3 +112,63 @@ def test_a_greedy_row_gets_the_temperature_one_distribution():
     expected = top_k_oracle(row, 1.0, 3)
     for got in probs.tolist():
         assert got == pytest.approx(expected, abs=1e-6)
+
+
+# --- top_k = 1 is sampled ---------------------------------------------------------------------
+# top_k = 1 is a sampled row, not a greedy one: it draws among every token tied at the maximum and
+# takes exactly one draw from its generator, so the rows after it (which may share that generator)
+# draw what they would have drawn. Oracles: the exact distribution, and a generator in the judge
+# advanced by the draws the docstring prescribes (torch.multinomial's consumption depends only on the
+# row's length, never on its values).
+
+TIED_MAX = [0.5, 3.0, -1.0, 2.0, 3.0, 3.0, 1.0, -2.0]  # top_k = 1 keeps tokens 1, 4 and 5 (argmax: 1)
+
+
+@in_worker
+def shared_generator_sample(logits, seed, params, tail):
+    """In the worker: `sample` with every row drawing from one generator built here (a generator
+    crosses by state), then `tail` uniforms from that generator: they tell how many draws it took."""
+    gen = torch.Generator().manual_seed(seed)
+    tokens = sample(logits, [SamplingParams(**p) for p in params], [gen] * len(params))
+    return tokens, torch.rand(tail, generator=gen).tolist()
+
+
+def uniforms_after_draws(seed: int, draws: int, vocab: int, tail: int) -> list[float]:
+    """The judge's generator after `draws` multinomial draws over `vocab` tokens."""
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(draws):
+        torch.multinomial(torch.ones(vocab), 1, generator=gen)
+    return torch.rand(tail, generator=gen).tolist()
+
+
+@pytest.mark.points(1)
+def test_top_k_one_samples_uniformly_among_tied_maxima():
+    n = 1500
+    tokens, _ = shared_generator_sample(torch.tensor([TIED_MAX] * n), 43, [{"temperature": 0.7, "top_k": 1}] * n, 1)
+    counts = torch.bincount(torch.tensor(tokens), minlength=len(TIED_MAX)).double()
+    assert {i for i, c in enumerate(counts.tolist()) if c > 0} == {1, 4, 5}, (
+        f"top_k=1 over logits {TIED_MAX}: drew tokens {counts.tolist()} (counts per token); the three "
+        "tokens tied at the maximum (1, 4, 5) each have probability 1/3: top_k=1 is sampled, not argmax")
+    # total variation of 1500 draws over 3 equal outcomes: about 0.015 expected, 0.06 is > 4 sigma
+    tv = 0.5 * (counts[[1, 4, 5]] / n - 1 / 3).abs().sum().item()
+    assert tv < 0.06, f"tied maxima drawn {counts[[1, 4, 5]].tolist()} of {n}: total variation {tv:.3f} from 1/3 each"
+
+
+@pytest.mark.points(1)
+def test_a_top_k_one_row_draws_once_from_its_generator():
+    rows = [[0.1, 2.0, -1.0, 0.3, 0.0, 1.0, 0.2, -0.5],  # top_k = 1, no tie: token 1, one draw
+            TIED_MAX,                                    # greedy: argmax 1, no draw
+            TIED_MAX,                                    # top_k = 1 among ties: one draw
+            [0.0] * 8]                                   # plain sampling: one draw
+    params = [{"temperature": 1.0, "top_k": 1}, {"temperature": 0.0}, {"temperature": 1.0, "top_k": 1},
+              {"temperature": 1.0}]
+    tokens, tail = shared_generator_sample(torch.tensor(rows), 7, params, 4)
+    assert tokens[:2] == [1, 1], f"rows 0 and 1 must give token 1 (the only token kept, the argmax): {tokens}"
+    assert tokens[2] in (1, 4, 5), f"row 2 (top_k=1 over tied maxima 1, 4, 5) gave {tokens[2]}"
+    expected = uniforms_after_draws(7, 3, len(TIED_MAX), 4)
+    if tail != expected:
+        by_count = {d: uniforms_after_draws(7, d, len(TIED_MAX), 4) for d in range(6)}
+        took = next((d for d, u in by_count.items() if u == tail), "an unknown number of")
+        pytest.fail(f"the shared generator took {took} draws for rows (top_k=1, greedy, top_k=1 tied, "
+                    "sampled); expected 3: every non-greedy row draws once with torch.multinomial, "
+                    "top_k=1 included, and a greedy row never draws")

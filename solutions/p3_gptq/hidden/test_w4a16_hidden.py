@@ -4,6 +4,8 @@ import pytest
 import torch
 from gptq import choose_split_k, w4a16_matmul
 
+from autograder.testing import in_worker
+
 KEYS = ("qweight", "qzeros", "scales", "g_idx")
 
 
@@ -49,16 +51,29 @@ def test_split_k_partial_sums_all_count(oracles, tol, device):
     check(c, a, w, tol)
 
 
+@in_worker
+def matmul_of_a_view(base, layout, tensors, **opts):
+    """In the worker (a tensor crosses as a contiguous copy): `a` as a view of `base`, then the GEMM.
+    column-major: base (K, M) transposed, stride (1, M); every-other-column: base (M, 2K)[:, ::2],
+    stride (2K, 2)."""
+    a = base.t() if layout == "column-major" else base[:, ::2]
+    return w4a16_matmul(a, *tensors, **opts)
+
+
+def _view_base(a, layout):
+    """The contiguous base the worker cuts `a` from (the skipped columns hold NaN)."""
+    if layout == "column-major":
+        return a.T.contiguous()
+    return torch.stack([a, torch.full_like(a, float("nan"))], dim=-1).flatten(-2)
+
+
 @pytest.mark.parametrize("layout", ["column-major", "every-other-column"])
 def test_strided_activations(oracles, tol, device, layout):
     t, w = oracles.random_v1(256, 64, 32, False, seed=23)
-    gen = torch.Generator().manual_seed(24)
-    if layout == "column-major":
-        a = torch.randn(256, 6, generator=gen).half().to(device).T  # (6, 256), stride (1, 6)
-    else:
-        a = torch.randn(6, 512, generator=gen).half().to(device)[:, ::2]  # (6, 256), stride (512, 2)
-    check(w4a16_matmul(a, *(t[key].to(device) for key in KEYS)), a, w, tol)
-    check(w4a16_matmul(a, *(t[key].to(device) for key in KEYS), group_size=32), a, w, tol)  # sequential groups
+    a = torch.randn(6, 256, generator=torch.Generator().manual_seed(24)).half().to(device)
+    tensors = [t[key].to(device) for key in KEYS]
+    check(matmul_of_a_view(_view_base(a, layout), layout, tensors), a, w, tol)
+    check(matmul_of_a_view(_view_base(a, layout), layout, tensors, group_size=32), a, w, tol)  # sequential groups
 
 
 @pytest.mark.kernels()  # M = 0 launches nothing
@@ -92,10 +107,12 @@ def test_prefill_sizes_on_the_sequential_fast_path(oracles, tol, device, m, k, o
     check(*run(oracles, device, m, k, 72, 128, False, dtype, seed=27, group_size=128, **opts), tol)
 
 
-def test_prefill_with_strided_activations(oracles, tol, device):
+@pytest.mark.parametrize("layout", ["column-major", "every-other-column"])
+def test_prefill_with_strided_activations(oracles, tol, device, layout):
     t, w = oracles.random_v1(256, 64, 128, False, seed=28)
-    a = torch.randn(256, 48, generator=torch.Generator().manual_seed(29)).half().to(device).T  # (48, 256), stride (1, 48)
-    check(w4a16_matmul(a, *(t[key].to(device) for key in KEYS), group_size=128), a, w, tol)
+    a = torch.randn(48, 256, generator=torch.Generator().manual_seed(29)).half().to(device)  # M = 48: transposed kernel
+    tensors = [t[key].to(device) for key in KEYS]
+    check(matmul_of_a_view(_view_base(a, layout), layout, tensors, group_size=128), a, w, tol)
 
 
 @pytest.mark.kernels()
@@ -116,3 +133,37 @@ def test_bad_inputs_raise_value_error(oracles, device, bad):
         opts = {"split_k": 0} if bad == "split0" else {"block_k": 48}
     with pytest.raises(ValueError):
         w4a16_matmul(**{key: v.to(device) for key, v in args.items()}, **opts)
+
+
+# --- choose_split_k where rounding matters ----------------------------------------------------
+# choose_split_k where rounding matters: the handout's rule allows at most K tiles / 4 splits (each
+# split keeps at least 4 whole K tiles), so a K-tile count that is not a multiple of 4 rounds the
+# split count down, never up; a partial last K tile is still a tile the kernel runs. At every shape
+# below the resident-programs term (264 // 64 output tiles = 4) does not bind, so only that rule
+# decides.
+
+M, N, BLOCK_M, BLOCK_N, BLOCK_K, SMS = 1, 4096, 16, 64, 128, 132  # 64 output tiles, 264 resident
+
+
+def _case(k: int) -> str:
+    return f"choose_split_k(m={M}, n={N}, k={k}, block_m={BLOCK_M}, block_n={BLOCK_N}, block_k={BLOCK_K}, num_sms={SMS})"
+
+
+@pytest.mark.kernels()
+@pytest.mark.points(1)
+def test_split_k_rounds_k_tiles_over_4_down():
+    for k_tiles, splits in [(5, 1), (6, 1), (7, 1), (10, 2), (11, 2), (14, 3), (15, 3)]:
+        k = k_tiles * BLOCK_K
+        got = choose_split_k(M, N, k, BLOCK_M, BLOCK_N, BLOCK_K, SMS)
+        assert got == splits, (f"{_case(k)} = {got}: {k_tiles} K tiles allow at most {k_tiles} // 4 = {splits} "
+                               "splits of at least 4 tiles each (rounded down, not up)")
+
+
+@pytest.mark.kernels()
+@pytest.mark.points(1)
+def test_split_k_counts_a_partial_last_k_tile():
+    for k, splits in [(1984, 4), (1472, 3), (960, 2)]:
+        k_tiles = -(-k // BLOCK_K)
+        got = choose_split_k(M, N, k, BLOCK_M, BLOCK_N, BLOCK_K, SMS)
+        assert got == splits, (f"{_case(k)} = {got}: K = {k} is {k_tiles} K tiles of {BLOCK_K} (the last "
+                               f"partial), so at most {k_tiles} // 4 = {splits} splits")

@@ -1,15 +1,22 @@
-"""Hidden: the model against HF across shapes, positions, padding, chunking and extreme weights.
+"""Hidden: the model against HF across shapes, positions, padding, chunking, extreme weights and
+the RoPE layouts of config.json.
 
 Logit tolerance: atol = rtol = 1e-4 (fp32 CPU, logits O(1)) unless stated at the call site.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import warnings
+from pathlib import Path
+
 import pytest
 import torch
 from transformer import SamplingParams, generate, load_model, process_logits, sample
 
-from autograder.testing import course_model_dir
+import coursedata
+from autograder.testing import course_model_dir, in_worker
 
 try:
     from autograder.testing import oracle
@@ -205,3 +212,108 @@ def test_trained_course_model_matches_hf():
         ours = model(ids)
     torch.testing.assert_close(ours, expected, atol=1e-3, rtol=1e-4)  # trained logits reach ~20: atol 1e-3
     assert generate(model, ids, max_new_tokens=16, eos_token_id=eos, pad_token_id=pad).tolist() == reference.tolist()
+
+
+# --- config.json in every RoPE layout -----------------------------------------------------------
+# transformers 4 writes `rope_theta` at the top level and the scaling in `rope_scaling` (its type
+# under `type`, later `rope_type`); transformers 5 writes both inside `rope_parameters` (type
+# "default" when unscaled). Oracle: transformers' LlamaConfig. A config in each layout must read and
+# run like transformers; a scaled RoPE (not implemented here) must raise ValueError under either key.
+
+FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+          "num_key_value_heads", "head_dim", "rms_norm_eps", "max_position_embeddings", "tie_word_embeddings")
+SCALINGS = {
+    "linear": {"factor": 2.0},
+    "yarn": {"factor": 4.0, "original_max_position_embeddings": 512},
+    "llama3": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 512},
+}
+
+
+def layouts(config: dict, theta: float, scaling: dict | None = None) -> dict[str, dict]:
+    """`config` (its RoPE keys dropped) with theta and scaling written as transformers 4 and 5 do."""
+    bare = {k: v for k, v in config.items() if k not in ("rope_theta", "rope_scaling", "rope_parameters")}
+    legacy_type = None if scaling is None else {("type" if k == "rope_type" else k): v for k, v in scaling.items()}
+    return {
+        "legacy rope_scaling + rope_theta": bare | {"rope_theta": theta, "rope_scaling": scaling},
+        "legacy rope_scaling with 'type'": bare | {"rope_theta": theta, "rope_scaling": legacy_type},
+        "current rope_parameters": bare | {"rope_parameters": {"rope_type": "default", "rope_theta": theta} | (scaling or {})},
+    }
+
+
+def hf_numbers(config: dict) -> dict:
+    """What transformers' LlamaConfig reads from `config`: FIELDS, rope_theta and the RoPE type."""
+    from transformers import LlamaConfig
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hf = LlamaConfig(**config)
+    return {f: getattr(hf, f) for f in FIELDS} | {"rope_theta": float(hf.rope_parameters["rope_theta"]),
+                                                  "rope_type": hf.rope_parameters["rope_type"]}
+
+
+@in_worker
+def read_config(config: dict) -> dict:
+    """In the worker: the package's LlamaConfig.from_hf_dict as a plain dict (or the ValueError's text)."""
+    from transformer import LlamaConfig
+
+    try:
+        return dataclasses.asdict(LlamaConfig.from_hf_dict(config))
+    except ValueError as e:
+        return {"ValueError": str(e)}
+
+
+def course_config() -> dict:
+    return json.loads((coursedata.model_path("course-llama") / "config.json").read_text())
+
+
+def checkpoint_logits_per_layout(make_hf_llama, hf_logits, theta: float):
+    """The same checkpoint with its config.json rewritten in each layout: (folder, {layout: (ours, HF's)})."""
+    hf, folder = make_hf_llama(seed=33, rope_theta=theta)
+    ids = torch.randint(0, 128, (1, 24), generator=torch.Generator().manual_seed(34))
+    expected = hf_logits(hf, ids)
+    saved = json.loads((Path(folder) / "config.json").read_text())
+    results = {}
+    for layout, cfg in layouts(saved, theta).items():
+        (Path(folder) / "config.json").write_text(json.dumps(cfg))
+        with torch.no_grad():
+            results[layout] = (load_model(folder)(ids), expected)
+    return folder, saved, results
+
+
+@pytest.mark.points(2)
+def test_each_layout_reads_like_transformers_and_runs_like_hf(make_hf_llama, hf_logits):
+    """A checkpoint (rope_theta 1000) with config.json in each layout gives HF's logits (atol = rtol
+    = 1e-4, fp32, as the other model tests); course-llama's config in each layout, at two thetas,
+    reads the numbers transformers' LlamaConfig reads."""
+    _, _, results = checkpoint_logits_per_layout(make_hf_llama, hf_logits, 1000.0)
+    for layout, (got, expected) in results.items():
+        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4,
+                                   msg=lambda m, layout=layout: f"config.json as {layout}, rope_theta 1000: {m}")
+    for theta in (10000.0, 500000.0):
+        for layout, cfg in layouts(course_config(), theta).items():
+            expected = hf_numbers(cfg)
+            assert expected["rope_type"] == "default"
+            got = read_config(cfg)
+            assert "ValueError" not in got, f"course-llama's config as {layout} (theta {theta}) was refused: {got}"
+            mine = {f: got[f] for f in (*FIELDS, "rope_theta")}
+            want = {f: expected[f] for f in (*FIELDS, "rope_theta")}
+            assert mine == want, f"course-llama's config as {layout}: read {mine}, transformers reads {want}"
+
+
+@pytest.mark.points(1)
+def test_a_scaled_rope_is_refused_under_either_key(make_hf_llama, hf_logits):
+    """The unscaled checkpoint loads and runs (the valid case), and the same checkpoint with each
+    RoPE scaling written in each layout raises ValueError: transformers reads the scaling there,
+    and this model implements only the default RoPE."""
+    folder, saved, results = checkpoint_logits_per_layout(make_hf_llama, hf_logits, 1000.0)
+    for layout, (got, expected) in results.items():
+        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4,
+                                   msg=lambda m, layout=layout: f"config.json as {layout}, rope_theta 1000: {m}")
+    for kind, params in SCALINGS.items():
+        for layout, cfg in layouts(saved, 1000.0, {"rope_type": kind, **params}).items():
+            assert hf_numbers(cfg)["rope_type"] == kind  # transformers reads the scaling from this layout
+            (Path(folder) / "config.json").write_text(json.dumps(cfg))
+            with pytest.raises(ValueError):
+                load_model(folder)
+                pytest.fail(f"a {kind} RoPE scaling written as {layout} was loaded as plain RoPE: this model "
+                            "implements only the default RoPE, so such a config must raise ValueError")

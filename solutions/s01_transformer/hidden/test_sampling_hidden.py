@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-
 from transformer import (
     GREEDY,
     SamplingParams,
@@ -21,9 +20,12 @@ from transformer import (
 )
 
 try:
-    from autograder.testing import oracle
+    from autograder.testing import in_worker, oracle
 except ImportError:
     from contextlib import nullcontext as oracle
+
+    def in_worker(fn):
+        return fn
 
 PROB_ATOL = 1e-6
 ALPHA = 1e-3  # chi-square significance: e.g. 4 dof -> reject above 18.47, 9 dof -> above 27.88
@@ -217,3 +219,44 @@ def test_greedy_generate_with_a_penalty_below_one_matches_hf(make_hf_llama, hf_g
     ours = generate(model, ids, max_new_tokens=10, sampling=SamplingParams(temperature=0.0, repetition_penalty=0.5))
     assert ours.tolist() == expected.tolist()
     assert expected.tolist() != hf_greedy(hf, ids, 10).tolist(), "test setup: the penalty must change the output"
+
+
+# --- top_k = 1 is a draw ----------------------------------------------------------------------
+# Hidden: top_k = 1 on a sampled row is a draw, not greedy. `sample` draws with torch.multinomial
+# from the caller's generator for every non-greedy call, so a top_k = 1 call advances the generator
+# exactly as any other draw does (the caller's later draws depend on it). Oracle: a generator in the
+# judge advanced by one multinomial draw over a batch of the same shape (its consumption depends
+# only on the shape, never on the probabilities).
+
+ROWS = [[0.1, 2.0, -1.0, 0.3, 0.0, 1.0, 0.2, -0.5],   # no tie: token 1
+        [0.5, 3.0, -1.0, 2.0, 3.0, 3.0, 1.0, -2.0],   # tokens 1, 4 and 5 tie at the maximum
+        [1.5, -1.0, 0.0, 0.5, 1.0, -0.5, 0.2, 0.3]]   # no tie: token 0
+
+
+@in_worker
+def sample_then_uniforms(logits, seed, tail, **params):
+    """In the worker: `sample` with a generator built here, then `tail` uniforms from it."""
+    gen = torch.Generator().manual_seed(seed)
+    tokens = sample(logits, SamplingParams(**params), generator=gen)
+    return tokens.tolist(), torch.rand(tail, generator=gen).tolist()
+
+
+def uniforms_after(seed: int, draws: int, shape: tuple[int, int], tail: int) -> list[float]:
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(draws):
+        torch.multinomial(torch.ones(shape), 1, generator=gen)
+    return torch.rand(tail, generator=gen).tolist()
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("temperature", [1.0, 0.5])
+def test_top_k_one_draws_from_the_generator_like_any_sampled_call(temperature):
+    tokens, tail = sample_then_uniforms(torch.tensor(ROWS), 11, 3, temperature=temperature, top_k=1)
+    assert tokens[0] == 1 and tokens[2] == 0, f"top_k=1 keeps only the maximum of rows 0 and 2: got {tokens}"
+    assert tokens[1] in (1, 4, 5), f"row 1's maximum is tied at tokens 1, 4, 5: got {tokens[1]}"
+    shape = (len(ROWS), len(ROWS[0]))
+    if tail != uniforms_after(11, 1, shape, 3):
+        took = next((d for d in range(4) if tail == uniforms_after(11, d, shape, 3)), "an unknown number of")
+        pytest.fail(f"sample(top_k=1, temperature={temperature}) advanced the generator by {took} multinomial "
+                    "draws; a sampled call (temperature > 0, whatever top_k) draws once with "
+                    "torch.multinomial over the batch, as the docstring says, so the caller's next draws match")

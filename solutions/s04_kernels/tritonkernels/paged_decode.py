@@ -172,9 +172,13 @@ def paged_decode_split(q: Tensor, k_cache: Tensor, v_cache: Tensor, block_tables
 
     Returns (partial, lse): partial (B, H, S, D) fp32 and lse (B, H, S) fp32, contiguous, with
     S = num_splits_for(block_tables, block_size, split_tokens); the contract of `_split_kernel`.
+    Every input may be a strided view (q and the caches with unit stride in D; block_tables and
+    context_lens with any strides).
     """
     _check(q, k_cache, v_cache, block_tables, context_lens, split_tokens)
     # BEGIN SOLUTION
+    # the kernel indexes a table row and the lengths with unit stride: small int32 copies if views
+    block_tables, context_lens = block_tables.contiguous(), context_lens.contiguous()
     num_seqs, num_heads, head_dim = q.shape
     block_size, num_kv_heads = k_cache.shape[1], k_cache.shape[2]
     splits = num_splits_for(block_tables, block_size, split_tokens)

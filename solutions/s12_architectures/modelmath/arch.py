@@ -91,7 +91,10 @@ def from_config(config: dict) -> Arch:
     qk_norm. Mixtral's experts are `num_local_experts` of `intermediate_size`; DeepSeek-V3's are
     `n_routed_experts` + `n_shared_experts` of `moe_intermediate_size`, with MLA and
     `num_nextn_predict_layers`. Gemma names its activation `hidden_activation` (falling back to
-    `hidden_act`). Raises ValueError naming an unknown `model_type` or a missing required key.
+    `hidden_act`). RoPE settings come in either layout transformers reads: `rope_scaling` (the
+    legacy key: the type under `rope_type` or `type`, `rope_theta` beside it at the top level) or
+    `rope_parameters` (the current key: type and `rope_theta` inside; type `"default"` is unscaled).
+    Raises ValueError naming an unknown `model_type` or a missing required key.
     """
     # BEGIN SOLUTION
     kind = config.get("model_type")
@@ -105,7 +108,9 @@ def from_config(config: dict) -> Arch:
 
     hidden, heads = need("hidden_size"), need("num_attention_heads")
     bias = bool(config.get("attention_bias", False))
-    scaling = config.get("rope_scaling") or None
+    # transformers 4 names RoPE scaling rope_scaling, 5 rope_parameters (type "default": unscaled)
+    scaling = config.get("rope_scaling") or config.get("rope_parameters") or None
+    rope_type = (scaling.get("rope_type") or scaling.get("type")) if scaling else None
     moe = mla = None
     if kind == "mixtral":
         moe = MoE(need("num_local_experts"), need("num_experts_per_tok"), 0, need("intermediate_size"))
@@ -123,9 +128,10 @@ def from_config(config: dict) -> Arch:
         tie_embeddings=bool(config.get("tie_word_embeddings", kind == "gemma")),
         qkv_bias=True if kind == "qwen2" else bias, o_bias=False if kind == "qwen2" else bias,
         qk_norm=kind == "qwen3", activation=activation, rope_theta=float(theta),
-        rope_scaling=(scaling.get("rope_type") or scaling.get("type")) if scaling else None,
+        rope_scaling=None if rope_type in (None, "default") else rope_type,
         moe=moe, mla=mla, mtp_layers=config.get("num_nextn_predict_layers", 0) if kind == "deepseek_v3" else 0)
     # END SOLUTION
+
 
 
 def is_moe_layer(arch: Arch, index: int) -> bool:
