@@ -71,7 +71,7 @@ def test_a_run_stages_no_rubric_and_a_public_run_no_hidden_file(demo_course, tmp
 
 
 def test_the_worker_view_falls_back_with_a_visible_line_where_namespaces_are_refused(monkeypatch, capsys):
-    def refused(paths):
+    def refused(paths, binds=(), fresh=()):
         raise OSError(1, "unshare(user, mount): Operation not permitted")
 
     ran = []
