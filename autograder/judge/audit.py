@@ -51,7 +51,6 @@ class Picker:
 
     seen: int = 0
     call: AuditCall | None = None
-    _torch: Any = field(default=None, repr=False)
 
     def reset(self) -> None:
         self.seen, self.call = 0, None
