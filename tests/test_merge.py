@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,8 +17,9 @@ from autograder.classroom.merge import MergeError, merge_results
 
 
 def _cli(course, *args):
+    """No CUDA device is visible, on a GPU machine too: the grades below are those of a CPU host."""
     return subprocess.run([sys.executable, "-m", "autograder", "--root", str(course.root), *args],
-                          capture_output=True, text=True, check=False)
+                          capture_output=True, text=True, check=False, env=os.environ | {"CUDA_VISIBLE_DEVICES": ""})
 
 
 def _results(hardware: str, statuses: dict[str, tuple[str, float]], sub: str = "h1", version: str = "v1") -> dict:
