@@ -20,6 +20,9 @@ asserted on in CPU tests).
   A stale or wrong output fails the test. The judge's own baselines, timed in the judge (where
   no cache can gain), may use MIN_SETS <= K < reps sets in consecutive runs.
   `work=Work(flops=, bytes=)` holds a time past what the card can do (autograder/judge/ceilings.py).
+- In a kernel exercise (`compute_in_kernels`) a worker callable is timed in the audit worker,
+  where torch's compute ops are refused (autograder/judge/audit.py): it must be a package function
+  or what an `in_worker` helper with plain arguments returned, so that it can be made again there.
 - In the worker (inside an `in_worker` function) with accounting rules, the warm-up and timed
   repetitions record nothing and one more call is the perf audit.
 """

@@ -24,6 +24,7 @@ from autograder.protocol.messages import Op
 
 ASSIGNMENT = "s09_audit"
 COURSE_FILES = FIXTURES / "tampering" / "audit_course" / ASSIGNMENT
+TIMED = "test_scale_timed_on_input_sets"
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def _grade(course: Course, tmp_path: Path, attack: str | None, sandbox: str = "n
 
 def test_the_reference_kernel_passes_its_audit(audit_course, tmp_path):
     graded = _grade(audit_course, tmp_path, None)
-    assert graded["score"] == 2, graded["tests"]
+    assert graded["score"] == 3, graded["tests"]  # the timed test too: timed in the audit worker
 
 
 @pytest.mark.parametrize("attack, phrase", [
@@ -62,8 +63,21 @@ def test_the_reference_kernel_passes_its_audit(audit_course, tmp_path):
 def test_compute_hidden_from_the_ledger_fails_the_guarded_audit(audit_course, tmp_path, attack, phrase):
     graded = _grade(audit_course, tmp_path, attack)
     assert graded["score"] == 0, graded["tests"]
-    for status, reason in graded["tests"].values():
-        assert status == "failed" and "guarded audit" in reason and phrase in reason, reason[:600]
+    for name, (status, reason) in graded["tests"].items():
+        where = "timed in the audit worker" if name == TIMED else "guarded audit"
+        assert status == "failed" and where in reason and phrase in reason, (name, reason[:600])
+
+
+def test_library_kernels_run_only_while_timed_fail_the_timed_test(audit_course, tmp_path):
+    """The timed repetitions are not recorded in the test's worker: a package that runs torch's
+    multiply only on a buffer it saw in its previous call, as timing loops do (its recorded calls
+    use its kernel), would be timed on torch's kernel. It is timed in the audit worker, where that
+    multiply is refused; its untimed tests keep their points. Before the audit worker timed it,
+    this package earned all 3."""
+    graded = _grade(audit_course, tmp_path, "audit_timing_switch")
+    status, reason = graded["tests"][TIMED]
+    assert status == "failed" and "timed in the audit worker" in reason and "aten::mul" in reason, reason[:600]
+    assert graded["score"] == 2, graded["tests"]
 
 
 class _Target(PathRef):
@@ -102,3 +116,22 @@ def test_a_result_within_the_tolerance_matches_and_anything_else_is_named():
     assert "differs in 1 of 3" in differs(torch.tensor([1.0, 0.0, float("nan")]), expected)
     assert "float64" in differs(expected.double(), expected)
     assert differs((expected, 3), (expected, 4)) == "result[1] is 3, not 4"
+
+
+def test_a_timed_callable_is_made_again_from_its_path_or_its_in_worker_recipe_or_refused():
+    """What the audit worker can time: a function of the package (by its path), what an in_worker
+    helper returned (its recipe, kept while that object lives); a method of a worker object, or a
+    helper called with an argument that cannot be sent, has neither."""
+    from autograder.judge.audit import Recipe, note_recipe, recipe_of
+    from autograder.judge.proxies import BoundMethod
+
+    assert recipe_of(_Target("kpkg.scale")) == "kpkg.scale"
+    made = _Target(None)
+    assert recipe_of(made) is None
+    note_recipe(made, Recipe("t.py", "t", "helper", (torch.ones(2), 3.0), {"causal": True}))
+    assert recipe_of(made).qualname == "helper" and recipe_of(made).kwargs == {"causal": True}
+    unsendable = _Target(None)
+    note_recipe(unsendable, Recipe("t.py", "t", "helper", (object(),), {}))
+    assert recipe_of(unsendable) is None
+    assert recipe_of(BoundMethod(_Target("kpkg.Engine"), "step")) is None
+

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judge.client import WorkerClient, WorkerDied
-from autograder.judge.proxies import PathRef, Remote
+from autograder.judge.proxies import BoundMethod, PathRef, Remote
 from autograder.protocol.messages import Op
 
 _random = random.SystemRandom()  # the worker cannot predict or replay the judge's choice
@@ -136,6 +136,41 @@ def differs(got: Any, expected: Any, where: str = "result") -> str:
     return "" if got == expected else f"{where} is {got!r}, not {expected!r}"
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """How a worker callable came to be: the `in_worker` helper (its file, module, qualname) and the
+    plain arguments it was called with, so that another worker can make the same callable."""
+
+    path: str
+    module: str
+    qualname: str
+    args: tuple
+    kwargs: dict
+
+
+_recipes: dict[int, tuple[Any, Recipe]] = {}  # id(Remote) -> (a weak reference to it, its recipe)
+
+
+def note_recipe(value: Any, recipe: Recipe) -> None:
+    """Remember how `value` (what an in_worker helper returned) was made, if it is a worker object
+    and the helper's arguments are plain values (anything else cannot be sent to another worker)."""
+    import weakref
+
+    if not isinstance(value, Remote) or not _plain(recipe.args) or not _plain(recipe.kwargs):
+        return
+    key = id(value)
+    _recipes[key] = (weakref.ref(value, lambda _, key=key: _recipes.pop(key, None)),
+                     Recipe(recipe.path, recipe.module, recipe.qualname, _copy(recipe.args), _copy(recipe.kwargs)))
+
+
+def recipe_of(fn: Any) -> Recipe | str | None:
+    """The recipe of worker callable `fn`, its package path (a function of the package), or None."""
+    entry = _recipes.get(id(fn))
+    if entry is not None and entry[0]() is fn:
+        return entry[1]
+    return None if isinstance(fn, BoundMethod) else _path_of(fn)
+
+
 @dataclass
 class GuardedAudit:
     """The judge's audit worker (started at its first audit, kept for the run's later ones)."""
@@ -161,6 +196,22 @@ class GuardedAudit:
             return (f"guarded audit: {name}, replayed where torch's compute ops are refused, returned another "
                     f"value than in the test ({diff}): the test's answer did not come from the package's kernels")
         return ""
+
+    def timing_target(self, fn: Any) -> tuple[WorkerClient, Any]:
+        """(the audit worker, `fn` made again there) for timing a kernel exercise where torch's
+        compute ops are refused: a function of the package by its path, what an `in_worker`
+        helper returned by calling that helper there with the same arguments. TypeError for a
+        callable that cannot be made again (a method of an object the test built in the worker)."""
+        recipe = recipe_of(fn)
+        if recipe is None:
+            raise TypeError("measure: in a kernel exercise the submission is timed in the audit worker, where "
+                            "torch's compute ops are refused, so the timed callable must be a function of the "
+                            "package or what an in_worker helper with plain arguments returned")
+        client = self._worker()
+        if type(recipe) is str:
+            return client, self._target(client, recipe)
+        return client, client.request(Op.SHIPPED, recipe.path, recipe.module, recipe.qualname,
+                                      _copy(recipe.args), _copy(recipe.kwargs))
 
     @staticmethod
     def _target(client: WorkerClient, path: str) -> Any:

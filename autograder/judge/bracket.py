@@ -31,7 +31,7 @@ import math
 import time
 from typing import Any
 
-from autograder.judge.proxies import BoundMethod
+from autograder.judge.proxies import BoundMethod, RemoteError
 from autograder.protocol.messages import Op
 from autograder.worker import timer
 
@@ -166,14 +166,51 @@ def measure_remote(fn: Any, *, warmup: int, reps: int, flush_l2: bool, device: A
                    sets: list[tuple] | None = None, verify: Any = None) -> timer.Timing:
     """The bracketed measurement of a worker callable. `verify(timing)` (the test's re-check of the
     outputs, the ceilings) runs before the claim is checked against the bracket: a wrong output or
-    an impossible rate is the verdict, rather than the bracket's noise around a near-zero claim."""
+    an impossible rate is the verdict, rather than the bracket's noise around a near-zero claim.
+
+    In a kernel exercise the warm-up and the timed repetitions run in the audit worker, on `fn`
+    made again there, where torch's compute ops are refused (judge/audit.py): the repetitions the
+    worker's ledger never records cannot hand the work to torch's kernels. The audited call, which
+    the ledger records, still runs in the test's own worker."""
     from autograder.judge import plugin
 
     client = plugin.client()
     if isinstance(fn, BoundMethod):  # one reference for all phases (no request while the ledger pauses)
         fn = fn.resolve()
+    guarded = plugin.guarded_timing(fn)
+    audited_fn = fn
+    if guarded is not None:
+        client, fn = guarded
+    try:
+        return _bracketed(client, fn, audited_fn, guarded is not None, warmup=warmup, reps=reps, flush_l2=flush_l2,
+                          device=device, cuda_graph=cuda_graph, sets=sets, verify=verify)
+    except RemoteError as exc:
+        if guarded is None or getattr(exc, "_ag_test_worker", False):
+            raise
+        raise type(exc)(f"timed in the audit worker, where torch's compute ops are refused: {exc}") from None
+
+
+def _audit_in_test_worker(fn: Any, dev: str | None, sets: list[tuple] | None) -> tuple:
+    """The audited call in the test's own worker, recorded by its ledger, on the set the last timed
+    repetition uses: (its output, forbidden hits so far, the package's kernels' share or None)."""
+    from autograder.judge import plugin
+
+    args = {} if sets is None else {"args": sets[-1]}
+    try:
+        return plugin.client().request(Op.MEASURE, fn, "audit", {"device": dev, **args})
+    except RemoteError as exc:
+        exc._ag_test_worker = True  # raised by the test's worker: not the audit worker's timing
+        raise
+
+
+def _bracketed(client: Any, fn: Any, audited_fn: Any, guarded: bool, *, warmup: int, reps: int, flush_l2: bool,
+               device: Any, cuda_graph: bool, sets: list[tuple] | None, verify: Any) -> timer.Timing:
+    """The phases of `measure_remote` on `client`'s `fn`; the audited call on `audited_fn` in the
+    test's worker (with the last set as its arguments when the timing ran elsewhere)."""
     dev = None if device is None else str(device)
     versions = _versions(sets)
+    if guarded:  # first: the ledger sees the call, whatever the timing does (refused ops fail it below)
+        audited = _audit_in_test_worker(audited_fn, dev, sets)
     client.request(Op.MEASURE, fn, "warmup", {"warmup": warmup, "flush_l2": flush_l2, "device": dev,
                                              "prime": True, "cuda_graph": cuda_graph, "reps": reps,
                                              "first": None if sets is None else sets[0]})
@@ -198,7 +235,7 @@ def measure_remote(fn: Any, *, warmup: int, reps: int, flush_l2: bool, device: A
         overhead += _round_trip_s(client, fn, dev, sets) + empty_loop_s(reps, flush_l2, device, sets, shaped)
     # outside the bracket: what the graph's last replay wrote (the worker's word: the test checks it)
     replayed = client.request(Op.MEASURE, fn, "replayed", {"device": dev}) if cuda_graph else None
-    output, hits, share = client.request(Op.MEASURE, fn, "audit", {"device": dev})
+    output, hits, share = audited if guarded else client.request(Op.MEASURE, fn, "audit", {"device": dev})
     if _versions(sets) != versions:
         raise TimingRejected("the submission's process wrote into the judge's input sets (copied back here)")
     if type(share) is float:  # shown here; the judge decides from the ledger when the test ends

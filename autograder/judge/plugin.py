@@ -62,6 +62,12 @@ def client_if_started() -> WorkerClient | None:
     return _client
 
 
+def guarded_timing(fn: Any) -> tuple[WorkerClient, Any] | None:
+    """Where a kernel exercise times worker callable `fn`: (the audit worker, fn made again there),
+    so that no repetition can run torch's compute ops unrecorded; None in any other exercise."""
+    return _audit.timing_target(fn) if _audit is not None else None
+
+
 def _no_dumps() -> None:
     """No process of our uid (the worker) may ptrace the judge or read its memory through /proc."""
     try:

@@ -106,7 +106,7 @@ class Worker:
                 torch.random.set_rng_state(rng)
         received = [(t, t._version) for t in self.codec.received]
         generators = list(self.codec.received_generators)
-        if self.guard is not None and op == Op.CALL.value:
+        if self.guard is not None and op in (Op.CALL.value, Op.MEASURE.value):  # a call, or timing one
             self.guard.arm()
         try:
             result = self._dispatch(Op(op), args)
@@ -222,8 +222,9 @@ class Worker:
             return session.outputs(target, options.get("reps"))
         if phase == "replayed":
             return session.replayed(target, device)
-        if phase == "audit":
-            return session.audit(session.bound(target), device)
+        if phase == "audit":  # on the warm-up's bound buffers, or on `args` (the timing ran in the audit worker)
+            args = options.get("args")
+            return session.audit(session.bound(target) if args is None else lambda: target(*args), device)
         raise ProtocolError(f"unknown measure phase {phase!r}")
 
     # ---- calls back into the judge ------------------------------------------------------------
