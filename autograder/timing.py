@@ -13,8 +13,8 @@ asserted on in CPU tests).
 - `inputs=[set_0, ..., set_K-1]` (argument tuples of distinct values): f is called as f(*args) on
   static buffers; before repetition i its set is copied into them (outside the timed span). The
   submission is timed on K = reps sets, one per repetition: no timed repetition sees inputs
-  another saw, so a cache keyed on their content never hits (the warm-up runs on set 0, before
-  repetition 0). The worker keeps a copy of every repetition's output; after the loop the judge
+  another saw, so a cache keyed on their content never hits (the warm-up runs on set 0 with its
+  floating-point tensors negated: no repetition's values). The worker keeps a copy of every repetition's output; after the loop the judge
   draws `CHECKED_REPS` repetitions (the worker cannot know which) and fetches only theirs, and
   `check(k, output)` re-checks them, the last graph replay's and the audited call's against set k.
   A stale or wrong output fails the test. The judge's own baselines, timed in the judge (where
