@@ -2,7 +2,8 @@
 
 The judge registers them for graded runs; the `pytest11` entry point in pyproject.toml loads this
 module for every other pytest run (a student's quick `python -m pytest tests` in an assignment
-folder), so no run warns "Unknown pytest.mark.points" once per test.
+folder), so no run warns "Unknown pytest.mark.points" once per test; in such a run it also
+registers the quick loop's fixtures and skips (autograder/local.py).
 """
 
 from __future__ import annotations
@@ -27,3 +28,7 @@ def register(config: pytest.Config) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     register(config)
+    from autograder import local
+
+    if not local.graded(config):  # the student's quick loop: GPU skips, local ranks and perf
+        config.pluginmanager.register(local.LocalRun(), "autograder-local")

@@ -4,6 +4,7 @@ independent enumeration, and allocation at the lowest valid start."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 from clustersim import MigGpu, is_valid_layout, parse_mig_profiles, validate_layout
@@ -25,8 +26,11 @@ def parsed_table(text: str) -> dict:
 
 @pytest.mark.points(3)
 def test_parse_the_h200_tables(request):
-    # the nvidia-smi output shipped with the package (the course's copy, not the submission's)
-    got = parsed_table((request.config.rootpath / "clustersim" / "data" / "h200_mig_profiles.txt").read_text())
+    # the nvidia-smi output shipped with the package (the course's copy, not the submission's); in a
+    # quick loop pytest may take the repository as its root, so then the assignment folder
+    root = request.config.rootpath
+    root = root if (root / "clustersim").is_dir() else Path(__file__).resolve().parents[1]
+    got = parsed_table((root / "clustersim" / "data" / "h200_mig_profiles.txt").read_text())
     assert set(got) == set(H200)
     for name, (pid, cap, starts, size, g) in H200.items():
         assert got[name][:5] == [pid, cap, list(starts), size, g], name
