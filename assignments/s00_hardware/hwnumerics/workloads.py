@@ -71,6 +71,10 @@ def attention_decode_workload(
     flops = 4 * batch * n_heads * context * head_dim.
     bytes = (2 * batch * n_kv_heads * context + 2 * batch * n_heads) * head_dim * dtype_bytes
     (the K and V caches read once; q read and o written).
-    The intensity is about n_heads / n_kv_heads / (dtype_bytes / 2): memory-bound at any batch.
+    The intensity is about n_heads / n_kv_heads / (dtype_bytes / 2) FLOP/B whatever the batch:
+    4-8 for GQA groups of 4-8 in bf16, far below a GPU's ridge (H100 bf16: ~295), so batching
+    does not help. Not a law: k query tokens per sequence (speculative verification) multiply
+    it by k, fp8 KV doubles it, and MLA with absorbed weights (128 query heads over one shared
+    latent) reaches ~242, near the ridge.
     """
     raise NotImplementedError("s00.31: attention_decode_workload")
