@@ -5,7 +5,7 @@ package imported directly (no judge, no worker, no accounting, no points). This 
 such a run what the graded run's plugin gives a test: GPU tests skip without a GPU, `ranks`
 starts real gloo ranks (spawned processes, one process group), `perf` records to the output.
 It is registered by the `pytest11` entry point with the course's marks (autograder/marks.py) and
-stays out of a graded run, whose judge passes `--ag-package` and owns these fixtures.
+stays out of a graded run (the judge started with `--ag-run`), whose plugin owns these fixtures.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ RANK_TIMEOUT_S = 120.0
 
 def graded(config: pytest.Config) -> bool:
     """Whether this pytest run is a graded one (the judge's plugin, with a package to grade)."""
-    return bool(getattr(config.known_args_namespace, "ag_package", ""))
+    return bool(getattr(config.known_args_namespace, "ag_run", None))
 
 
 class LocalRun:

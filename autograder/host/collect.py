@@ -22,6 +22,7 @@ from autograder.host.course_files import counts
 from autograder.host.errors import GraderError
 from autograder.host.results import ERROR, FAILED, HELD, NOT_GRADED, PASSED, ExpectedTest, TestResult
 from autograder.protocol.messages import RecordKind
+from autograder.protocol.run import OPT_RUN, RunDescription
 from autograder.sandbox import RunResult
 
 STATUSES = {PASSED, FAILED, ERROR, NOT_GRADED, HELD}  # HELD: the judge's HeldForReview (no points)
@@ -117,11 +118,12 @@ def collect_expected(workdir: Path, env: dict[str, str], cache: Path | None, pac
     if cached and cached.is_file():
         return _parse_manifest(json.loads(cached.read_text()))
     manifest = workdir / ".manifest.json"
+    run = RunDescription(package=package, given=tuple(given), manifest=str(manifest)).write(workdir / ".run.json")
     argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "autograder.judge.plugin",
-            "--ag-manifest", str(manifest), "--ag-package", package, "--ag-given", ",".join(given), "-p", "no:cacheprovider", "-o", "pythonpath=.",
+            OPT_RUN, str(run), "-p", "no:cacheprovider", "-o", "pythonpath=.",
             "--rootdir", str(workdir), "tests", "hidden"]
     argv = [a for a in argv if a not in ("tests", "hidden") or (workdir / a).is_dir()]
-    proc = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=600, check=False)
     if not manifest.is_file():
         raise GraderError(f"could not collect the master tests:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
     data = json.loads(manifest.read_text())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import sys
@@ -33,8 +32,8 @@ from autograder.host.stage import (
     walk_no_links,
 )
 from autograder.host.written import grade_written
-from autograder.protocol.attachments import ATTACHMENTS_DIR, OPT_ATTACHMENTS
-from autograder.protocol.messages import OPT_WORKER_HIDES
+from autograder.protocol.attachments import ATTACHMENTS_DIR
+from autograder.protocol.run import OPT_KEY_FD, OPT_RUN, RUN_FILE, RunDescription
 from autograder.sandbox import Backend, RunRequest, select_backend
 
 GRADER_ROOT = Path(__file__).resolve().parents[2]  # the checkout holding autograder/
@@ -116,12 +115,11 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     results_file = workdir / RESULTS_FILE
     results_file.parent.mkdir()
     attachments = workdir / ATTACHMENTS_DIR  # the worker may reach these: the host keeps only bytes whose hash is signed
+    run = RunDescription(package=spec.package, given=tuple(spec.packages[1:]), forbidden=tuple(spec.limits.forbidden),
+                         accounting=spec.accounting.to_json(), results=str(results_file), attachments=str(attachments),
+                         worker_hides=_worker_hides(workdir, test_files))
     argv = [sys.executable, "-m", "pytest", *test_files, "-p", "autograder.judge.plugin",
-            "--ag-results", str(results_file), "--ag-package", spec.package,
-            "--ag-given", ",".join(spec.packages[1:]),
-            "--ag-forbid", ",".join(spec.limits.forbidden), "--ag-accounting", json.dumps(spec.accounting.to_json()),
-            OPT_ATTACHMENTS, str(attachments), OPT_WORKER_HIDES, _worker_hides(workdir, test_files),
-            "-p", "no:cacheprovider",
+            OPT_RUN, str(run.write(results_file.parent / RUN_FILE)), "-p", "no:cacheprovider",
             "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
             "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}",
             *(["--maxfail=1"] if job.first_failure else [])]
@@ -130,7 +128,7 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     read_only = tuple(p for p in workdir.iterdir() if p.name not in (*spec.packages, "home", "tmp", JUDGE_DIR))
     ranks = max((t.world_size for t in job.expected if t.file in test_files and t.world_size > 1), default=0)
     request = job.request(argv, workdir, spec.limits.file_timeout_s * len(test_files),
-                          secret=key, secret_flag="--ag-key-fd",  # the backend says where the judge reads it
+                          secret=key, secret_flag=OPT_KEY_FD,  # the backend says where the judge reads it
                           read_only=read_only,
                           progress_file=results_file if batch else None,
                           stall_s=spec.limits.test_timeout_s + STALL_MARGIN_S if batch else None,
@@ -160,11 +158,11 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     return per_file, notes
 
 
-def _worker_hides(workdir: Path, test_files: list[str]) -> str:
-    """What the worker's own mount view covers (comma-separated): the folders of this run's test
-    files and the judge's folder. The worker keeps the package, the master conftest and the data."""
+def _worker_hides(workdir: Path, test_files: list[str]) -> tuple[str, ...]:
+    """What the worker's own mount view covers: the folders of this run's test files and the
+    judge's folder. The worker keeps the package, the master conftest and the data."""
     folders = sorted({str(workdir / Path(f).parts[0]) for f in test_files if len(Path(f).parts) > 1})
-    return ",".join([*folders, str(workdir / JUDGE_DIR)])
+    return (*folders, str(workdir / JUDGE_DIR))
 
 
 def _groups(files: list[str], workers: int) -> list[list[str]]:

@@ -1,7 +1,7 @@
 """The `perf` fixture's object: metrics a perf test records, and PNG figures it attaches.
 
 An attachment is written here, in the judge, into the folder the trusted side named
-(`--ag-attachments`, inside the run's work dir); its name and sha256 go into the test's signed
+(the run description's `attachments`, inside the run's work dir); its name and sha256 go into the test's signed
 record. The submission's worker shares that folder and could rewrite the file: the trusted side
 keeps it only when its bytes still hash to the signed digest. Writing never follows a link the
 worker may have planted in the file's place.

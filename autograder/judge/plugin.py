@@ -41,20 +41,21 @@ from autograder.judge.feedback import (
 )
 from autograder.judge.perf import Perf
 from autograder.judge.ranks import RankGroup, become_subreaper
-from autograder.protocol.attachments import OPT_ATTACHMENTS
-from autograder.protocol.messages import OPT_WORKER_HIDES, HeldForReview, RecordKind, Status
+from autograder.protocol.messages import HeldForReview, RecordKind, Status
 from autograder.protocol.rules import AccountingRules, Ledger, verdict
+from autograder.protocol.run import OPT_KEY_FD, OPT_RUN, RunDescription
 from autograder.worker.session import CALL_MARKER
 
 PR_SET_DUMPABLE = 4
 _client: WorkerClient | None = None
+_run: RunDescription | None = None  # this run's description (protocol/run.py), read before any conftest
 _audit: audit.GuardedAudit | None = None  # a kernel exercise's audit worker (judge/audit.py)
 
 
 def client() -> WorkerClient:
     """The worker of this judge (tests reach the package only through it)."""
     if _client is None:
-        raise RuntimeError("no worker: this run has no --ag-package (the package is not graded here)")
+        raise RuntimeError("no worker: this run has no --ag-run description (the package is not graded here)")
     return _client
 
 
@@ -103,20 +104,13 @@ class _TestState:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("autograder")
-    group.addoption("--ag-results", default=None, help="write signed result records here (JSON lines)")
-    group.addoption("--ag-key-fd", type=int, default=None, help="read the HMAC key from this fd")
-    group.addoption("--ag-forbid", default="", help="comma-separated dotted names to patch during tests")
-    group.addoption("--ag-package", default="", help="the student package (its aliases get patched too)")
-    group.addoption("--ag-given", default="", help="comma-separated given packages beside it (never imported here)")
-    group.addoption("--ag-manifest", default=None, help="collect only: write the expected tests here")
-    group.addoption("--ag-accounting", default="{}", help="op and kernel accounting rules (JSON)")
-    group.addoption(OPT_ATTACHMENTS, default=None, help="write the PNGs perf tests attach into this folder")
-    group.addoption(OPT_WORKER_HIDES, default="", help="comma-separated paths covered in the worker's own view")
+    group.addoption(OPT_RUN, default=None, help="this run's description, written by the host (protocol/run.py)")
+    group.addoption(OPT_KEY_FD, type=int, default=None, help="read the HMAC key from this fd")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     marks.register(config)
-    if config.getoption("--ag-results") or config.getoption("--ag-manifest"):
+    if _run is not None:
         _no_dumps()
         config.pluginmanager.register(_Recorder(config), "autograder-recorder")
 
@@ -125,30 +119,30 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     """Before any conftest loads: the import hook, and the worker starting (it imports torch while
     pytest collects)."""
-    package = getattr(early_config.known_args_namespace, "ag_package", "")
-    given = [n for n in getattr(early_config.known_args_namespace, "ag_given", "").split(",") if n]
+    global _run
+    path = getattr(early_config.known_args_namespace, "ag_run", None)
+    _run = RunDescription.read(path) if path else None
+    package, given = (_run.package, list(_run.given)) if _run is not None else ("", [])
     if package:
         global _client
         become_subreaper()  # whatever a rank leaves running becomes ours to kill (judge/ranks.py)
         _client = WorkerClient(package)
         importer.install(package, _client, given)
-        hides = getattr(early_config.known_args_namespace, "ag_worker_hides", "")
-        hide_from_workers([p for p in hides.split(",") if p])  # the run's tests and records, covered for every worker
-        _start_audit(early_config, package, given)  # its pristine copy of the package: before any worker runs
+        hide_from_workers(list(_run.worker_hides))  # the run's tests and records, covered for every worker
+        _start_audit(_run)  # its pristine copy of the package: before any worker runs
         _client.start()
 
 
-def _start_audit(early_config: pytest.Config, package: str, given: list[str]) -> None:
+def _start_audit(run: RunDescription) -> None:
     """A kernel exercise gets a guarded audit (judge/audit.py): the judge copies the package while no
     worker has run yet, into its own folder beside the results file (covered for every worker)."""
     global _audit
-    rules = AccountingRules.from_json(json.loads(getattr(early_config.known_args_namespace, "ag_accounting", "{}")))
+    rules = AccountingRules.from_json(run.accounting)
     if not rules.compute_in_kernels:
         return
-    results = getattr(early_config.known_args_namespace, "ag_results", None)
     workdir = Path.cwd()
-    binds = audit.pristine_copy([package, *given], workdir, Path(results).parent) if results else []
-    _audit = audit.GuardedAudit(package, rules.allowed_ops, binds, audit.writable_folders(workdir))
+    binds = audit.pristine_copy([run.package, *run.given], workdir, Path(run.results).parent) if run.results else []
+    _audit = audit.GuardedAudit(run.package, rules.allowed_ops, binds, audit.writable_folders(workdir))
     assert _client is not None
     _client.picker = audit.Picker()
 
@@ -198,7 +192,7 @@ def perf(request: pytest.FixtureRequest) -> Perf:
     figures: `perf.attach("name", fig)`, listed with the test's result."""
     recorder = request.config.pluginmanager.get_plugin("autograder-recorder")
     state = recorder.state_of(request.node.nodeid) if recorder else _TestState()
-    folder = request.config.getoption(OPT_ATTACHMENTS) if recorder else None
+    folder = _run.attachments if recorder and _run is not None else None
     return Perf(state.metrics, state.attachments, nodeid=request.node.nodeid, folder=Path(folder) if folder else None)
 
 
@@ -212,17 +206,18 @@ def points_of(item: pytest.Item) -> float:
 
 class _Recorder:
     def __init__(self, config: pytest.Config) -> None:
-        key_fd = config.getoption("--ag-key-fd")
-        self._key = b""  # the trusted collection run (--ag-manifest) signs nothing that is read
+        run = _run
+        assert run is not None  # registered only for a described run
+        key_fd = config.getoption(OPT_KEY_FD)
+        self._key = b""  # the trusted collection run (a manifest, no results) signs nothing that is read
         if key_fd is not None:  # every backend delivers the key on this fd, never in argv or the environment
             with os.fdopen(key_fd, "rb") as pipe:  # read once, then the fd is closed
                 self._key = pipe.read()
-        path = config.getoption("--ag-results")
-        self._sink = open(path, "a", buffering=1) if path else None  # noqa: SIM115
-        self._manifest = config.getoption("--ag-manifest")
-        self._forbidden = [n for n in config.getoption("--ag-forbid").split(",") if n]
-        self._package = config.getoption("--ag-package")
-        self._rules = AccountingRules.from_json(json.loads(config.getoption("--ag-accounting")))
+        self._sink = open(run.results, "a", buffering=1) if run.results else None  # noqa: SIM115
+        self._manifest = run.manifest
+        self._forbidden = list(run.forbidden)
+        self._package = run.package
+        self._rules = AccountingRules.from_json(run.accounting)
         self._states: dict[str, _TestState] = {}
         self._collect_errors: list[dict[str, str]] = []
         self._seq = 0

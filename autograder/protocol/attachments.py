@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 ATTACHMENTS_DIR = ".attachments"
-OPT_ATTACHMENTS = "--ag-attachments"  # the judge's option: the folder to write attachments into
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 NAME = re.compile(r"[a-z0-9_-]{1,40}")
 # The judge's file name: a digest of the test id (files of different tests never collide), then the name.

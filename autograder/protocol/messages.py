@@ -56,14 +56,7 @@ class Op(str, Enum):
 CALL_REQUESTS = frozenset(op.value for op in (Op.GETATTR, Op.SETATTR, Op.DELATTR, Op.CALL, Op.CALL_METHOD,
                                               Op.SPECIAL, Op.SHIPPED))
 
-# Options of the pytest plugin (the trusted side passes them on the judge's command line).
-OPT_RESULTS = "--ag-results"
-OPT_KEY_FD = "--ag-key-fd"
-OPT_FORBID = "--ag-forbid"
-OPT_PACKAGE = "--ag-package"
-OPT_MANIFEST = "--ag-manifest"
-OPT_ACCOUNTING = "--ag-accounting"
-OPT_WORKER_HIDES = "--ag-worker-hides"  # comma-separated paths the worker's mount view covers (judge/worker_view.py)
+# The judge's options: autograder/protocol/run.py (one run description and the key's fd).
 
 # Environment of the worker process: set by the judge, read by the worker's runtime.
 ENV_ROLE = "AUTOGRADER_ROLE"        # "worker" inside the worker process
