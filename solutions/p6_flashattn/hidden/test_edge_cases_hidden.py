@@ -82,9 +82,11 @@ def test_half_precision_ragged(causal, device, qkv_factory, attention_check):
 
 
 @pytest.mark.points(1)
-def test_custom_softmax_scale(device, qkv_factory, attention_check):
+@pytest.mark.parametrize("sm_scale", [0.37, 0.0], ids=["0.37", "zero"])
+def test_custom_softmax_scale(sm_scale, device, qkv_factory, attention_check):
+    # zero is a scale too (every weight equal: o is the mean of v); `sm_scale or default` loses it
     q, k, v, do = qkv_factory(1, 2, 2, 24, 32, torch.float32, device, seed=70)
-    attention_check(q, k, v, do, causal=True, rtol=1e-2, atol=1e-2, sm_scale=0.37)
+    attention_check(q, k, v, do, causal=True, rtol=1e-2, atol=1e-2, sm_scale=sm_scale)
 
 
 @in_worker

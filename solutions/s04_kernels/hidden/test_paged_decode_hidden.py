@@ -28,7 +28,8 @@ def test_the_scale_argument_is_applied_to_the_scores(scale, paged, device, tol):
 
 
 @pytest.mark.points(2)
-@pytest.mark.parametrize(("heads", "kv_heads"), [(8, 2), (3, 3), (6, 1)], ids=["gqa4", "mha", "mqa"])
+# mqa32: a group of 32 query heads per KV head, past the 16 rows a group is padded to at least
+@pytest.mark.parametrize(("heads", "kv_heads"), [(8, 2), (3, 3), (6, 1), (32, 1)], ids=["gqa4", "mha", "mqa", "mqa32"])
 def test_query_head_h_reads_kv_head_h_over_the_group_size(heads, kv_heads, paged, device, tol):
     q, k, v, tables, lens = paged.case(11, [20, 47], heads=heads, kv_heads=kv_heads, device=device)
     _check(paged, tol, q, k, v, tables, lens, 0.3, 16)
