@@ -42,7 +42,8 @@ from autograder.worker.ranks import private_folder
 from autograder.worker.session import CALL_MARKER
 
 PR_SET_CHILD_SUBREAPER = 36
-MAX_GLOO_WORLD = 4          # CPU ranks share the grading machine's cores (2 on the course's CI)
+MAX_GLOO_WORLD = 8          # CPU ranks share the grading machine's cores (2 on the course's CI); 6 to 8
+                            # are for algorithms whose bugs show only there (a fold of several pairs)
 GRACE_S = 3.0               # after one rank failed, how long the others get to finish or fail too
 KILL_MARGIN_S = 5.0         # the judge's deadline ends this long before the test's timeout
 

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from conftest import int_groups
 from quant import IntQuantConfig, compute_qparams, dequantize, expand_params, fake_quant, quantize, quantize_codes
 
 
@@ -130,3 +131,44 @@ def test_codes_divide_by_the_scale(oracles, tol):
     cfg = IntQuantConfig(8, True, "tensor", None)
     check_against_oracle(x, cfg, oracles, tol)
     assert quantize(x, cfg).q.tolist() == [127, 3]
+
+
+# Asymmetric inputs where -lo / scale is an exact tie k + 0.5 with k even, in every group: the
+# handout's torch.round (half to even) gives zero = k, a hand-rolled floor(v + 0.5) gives k + 1 and
+# shifts every code by one (the dequantized values agree: only the zero point and the codes tell).
+# Derived by hand from the handout's formulas (scale = (hi - lo) / qmax, zero = round(-lo / scale)):
+ZERO_POINT_TIES = [
+    # (bits, granularity, group_size, x)                     scale, -lo / scale -> zero, per group
+    (8, "channel", None, [[-1.0, 509.0, 3.0]]),                        # 510 / 255 = 2, 0.5 -> 0
+    (8, "tensor", None, [[-5.0, 505.0], [1.0, 2.5]]),                  # 2, 2.5 -> 2
+    (4, "channel", None, [[-1.0, 5.0, 0.3, 2.0]]),                     # 6 / 15, 2.5 once rounded -> 2
+    (4, "group", 4, [[-2.5, 12.5, 0.5, 1.5, -4.5, 10.5, 1.0, 7.0]]),  # 1, 2.5 -> 2 | 1, 4.5 -> 4
+    (2, "channel", None, [[-0.5, 2.5, 1.0], [-2.5, 0.5, -1.5]]),       # 1, 0.5 -> 0 | 1, 2.5 -> 2
+]
+
+
+def tie_quotients(x, scale, granularity, group_size):
+    """-lo / scale of every group, in x's dtype (the test's own check that each case is a tie)."""
+    out = []
+    for elems, sidx in int_groups(tuple(x.shape), granularity, group_size):
+        lo = torch.clamp(x[elems].min(), max=0)
+        out.append(float(-lo / scale[sidx]))
+    return out
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_zero_point_ties_round_half_to_even(oracles, dtype):
+    for bits, granularity, group_size, rows in ZERO_POINT_TIES:
+        x = torch.tensor(rows, dtype=dtype)
+        q, scale, zero, _ = oracles.int(x, bits, False, granularity, group_size)  # torch.round, group by group
+        quotients = tie_quotients(x, scale, granularity, group_size)
+        assert all(v % 2 == 0.5 for v in quotients), f"test data: {rows} gives -lo / scale = {quotients}, not k + 0.5 (k even)"
+        where = f"quantize(x={rows}, {dtype}, int{bits} asymmetric, {granularity}" + (f" {group_size})" if group_size else ")")
+        t = quantize(x, IntQuantConfig(bits, False, granularity, group_size))
+        assert torch.equal(t.zero.to(dtype), zero), (
+            f"{where}: zero point {t.zero.flatten().tolist()}, expected {zero.flatten().int().tolist()}: -lo / scale "
+            f"is {quotients}, an exact tie, and torch.round rounds half to even (0.5 -> 0, 2.5 -> 2)")
+        assert torch.equal(t.q.to(dtype), q), (
+            f"{where}: codes {t.q.tolist()}, expected {q.int().tolist()} = round(x / scale) + zero with zero "
+            f"{zero.flatten().int().tolist()}")
