@@ -67,7 +67,7 @@ def test_a_run_stages_no_rubric_and_a_public_run_no_hidden_file(demo_course, tmp
     assert "tests/test_ops.py" in staged
     assert not [f for f in staged if f.startswith(("hidden/", "rubrics/"))], sorted(staged)
     assert workdir.stat().st_mode & 0o777 == 0o700  # no other uid (a run beside it) may enter
-    assert _worker_hides(workdir, ["tests/test_ops.py"]).split(",") == [str(workdir / "tests"), str(workdir / ".judge")]
+    assert list(_worker_hides(workdir, ["tests/test_ops.py"])) == [str(workdir / "tests"), str(workdir / ".judge")]
 
 
 def test_the_worker_view_falls_back_with_a_visible_line_where_namespaces_are_refused(monkeypatch, capsys):
