@@ -90,8 +90,8 @@ def in_worker(fn: F) -> F:
         if plugin.client_if_started() is None:  # plain pytest, the student's quick loop: one process, no grade
             return fn(*args, **kwargs)
         value = plugin.client().request(Op.SHIPPED, code.co_filename, fn.__module__, fn.__qualname__, args, kwargs)
-        # how it was made: a kernel exercise times the callable it returns again in its audit worker
-        audit.note_recipe(value, audit.Recipe(code.co_filename, fn.__module__, fn.__qualname__, args, kwargs))
+        if plugin.has_guarded_audit():  # a kernel exercise times what it returns again in its audit worker
+            audit.note_recipe(value, audit.Recipe(code.co_filename, fn.__module__, fn.__qualname__, args, kwargs))
         return value
 
     return shipped  # type: ignore[return-value]

@@ -139,3 +139,35 @@ def test_a_state_machine_failure_prints_its_shrunk_steps_also_for_a_hidden_test(
     assert "steps to reproduce: state = Pool(); state.allocate(n=" in public, public
     assert "secret value" in public and "secret value" not in hidden, hidden
     assert HIDDEN_DETAIL in hidden and "steps to reproduce: state = Pool(); state.allocate(n=" in hidden, hidden
+
+
+def test_a_torch_closeness_failure_line_carries_the_numbers_not_only_its_heading():
+    """assert_close's first line ("Scalars are not close!") is a heading: expected, got and the
+    tolerance follow on later lines and must reach the one-line reason."""
+    import torch
+
+    from autograder.judge.feedback import failure_reason
+
+    for actual, expected, numbers in [(torch.tensor(1.0), torch.tensor(2.0), "Expected 2.0 but got 1.0"),
+                                      (torch.ones(4), torch.tensor([1.0, 1.0, 3.0, 1.0]), "at index (2,)")]:
+        try:
+            torch.testing.assert_close(actual, expected)
+        except AssertionError as exc:
+            line = failure_reason(exc)
+        assert "not close!" in line and numbers in line and "allowed" in line and "\n" not in line, line
+
+
+def test_a_multi_rank_failure_line_names_the_failing_rank_and_its_reason_first():
+    """The ranks fixture's message is a heading and a line per rank; the one-line reason must show
+    the failing rank's exception, not stop at the heading's colon."""
+    from types import SimpleNamespace
+
+    from autograder.judge.feedback import failure_reason
+    from autograder.judge.ranks import RankFailure, RankGroup
+
+    group = SimpleNamespace(world=3, where=lambda r: f"step {r}",
+                            clients=[SimpleNamespace(take_output=lambda: "")] * 3)
+    message = RankGroup._describe(group, "ran groups_on_rank", {2: ValueError("group sizes [1, 3] differ")}, [])
+    line = failure_reason(RankFailure(message))
+    assert line.startswith("RankFailure: 1 of 3 ranks failed while the test ran groups_on_rank: "
+                           "rank 2: ValueError: group sizes [1, 3] differ"), line

@@ -137,7 +137,7 @@ def test_the_summary_counts_held_points_apart():
     test = ExpectedTest("tests/test_a.py::t", "tests/test_a.py", 2.0, False, False)
     r.tests = [TestResult(test, HELD, "held for an instructor's review: demo/ops.py:1: walks the garbage collector")]
     line = report.summary_line(r)
-    assert line.startswith("s00_demo: 0/0 points") and "2 points of 1 tests held for an instructor's review" in line
+    assert line.startswith("s00_demo: 0/2 points") and "2 points of 1 tests held for an instructor's review" in line
 
 
 def test_an_instructor_releases_or_denies_held_tests_in_the_results_file(flagged, tmp_path):

@@ -129,3 +129,34 @@ def test_a_wide_terminal_gets_the_table():
     console = Console(width=report.TABLE_MIN_WIDTH, record=True)
     report.print_result(_result(["failed"]), console)
     assert "perf / reason" in console.export_text()
+
+
+def test_the_header_says_whose_code_and_which_suites_were_graded():
+    def title(r) -> str:  # the title wraps over lines as wide as the table
+        return " ".join(_printed(r).split())
+
+    assert "assignments/ folder, public and hidden tests]" in title(_result(["passed"]))
+    assert "assignments/ folder, public tests only]" in title(_result(["passed"], hidden_available=False))
+
+
+def test_a_folded_row_of_passing_tests_says_how_to_name_them():
+    r = _result(["passed", "passed", "failed"])
+    assert "… 2 more passed (V=1 names them)" in _printed(r)
+    verbose = _printed_verbose(r)
+    assert "more passed" not in verbose and "  t0 " in verbose and "  t1 " in verbose, verbose
+
+
+def _printed_verbose(r) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    report.print_result(r, console, verbose=True)
+    return console.export_text()
+
+
+def test_a_long_reason_is_cut_at_a_word_not_mid_word():
+    r = _result(["failed"])
+    r.tests[0].reason = "AssertionError: " + " ".join(f"word{i:03d}" for i in range(60))
+    detail = report._detail(r.tests[0])
+    assert len(detail) <= report.DETAIL_CHARS and detail.endswith(" ...")
+    assert all(w.startswith("word") and len(w) == 7 for w in detail.removesuffix(" ...").split()[1:]), detail

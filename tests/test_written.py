@@ -71,6 +71,18 @@ def test_an_unwritten_answer_fails_at_once(course):
     assert stub.score == 0 and not stub.pending
 
 
+def test_the_summary_denominator_stays_when_an_answer_is_written(course):
+    """15 points either way: the unwritten answer fails (0 of 3), the written one is pending (3 points
+    named apart), and neither moves the total's denominator."""
+    stub = grade_assignment(course=course, assignment_id="s00_demo", sandbox="none", hardware="cpu")
+    (course.assignments / "s00_demo" / "answers" / "median.md").write_text(ANSWER_FILE.replace(
+        "<!-- BEGIN SOLUTION -->", "").replace("<!-- END SOLUTION -->", ""))
+    written = grade_assignment(course=course, assignment_id="s00_demo", sandbox="none", hardware="cpu")
+    assert summary_line(stub).startswith("s00_demo: 0/15 points"), summary_line(stub)
+    assert summary_line(written).startswith("s00_demo: 0/15 points"), summary_line(written)
+    assert "3 points of 1 written answers pending" in summary_line(written)
+
+
 def test_an_answer_that_links_to_the_reference_is_refused(course):
     student = course.assignments / "s00_demo"
     (student / "answers" / "median.md").unlink()

@@ -35,7 +35,10 @@ def grading_section(spec: AssignmentSpec, tests: list[ExpectedTest]) -> str:
              _row("of all these: need a CUDA GPU", gpu), _row("of all these: performance", perf),
              _row("**total**", tests), "",
              ("A test earns its points when it passes. A test that needs hardware this machine lacks is "
-              "*not graded here*: neither earned nor counted in the total of that run.")]
+              "*not graded here*: neither earned nor counted in the total of that run."), "",
+             (f"`make grade A={spec.id}` grades your folder and prints one line per failing test; "
+              f"`make grade A={spec.id} V=1` also prints each failing test's output (the assertion with "
+              "its numbers, your line that raised) and names every passing test.")]
     if spec.perf:
         lines += ["", ("A performance test earns a share of its points from each metric it records: 0 below "
                        "the pass bar, half at it, rising linearly to all of it at the full bar (the mean over "

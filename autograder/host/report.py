@@ -21,6 +21,7 @@ from rich.table import Table
 from autograder.host import atomic
 from autograder.host.attachments import as_json, listing, output_lines
 from autograder.host.results import ERROR, FAILED, HELD, MANUAL, NOT_GRADED, PASSED, AssignmentResult, TestResult
+from autograder.protocol.text import shorten
 
 STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", NOT_GRADED: "yellow", MANUAL: "cyan", HELD: "magenta"}
 HELD_NOTE = "held for an instructor's review; no points counted"
@@ -34,7 +35,7 @@ def summary_line(result: AssignmentResult) -> str:
     """One honest sentence on the outcome of an assignment."""
     graded = [t for t in result.tests if t.graded]
     passed = sum(t.status == PASSED for t in graded)
-    line = f"{result.id}: {_fmt(result.score)}/{_fmt(result.max_score)} points, {passed}/{len(graded)} graded tests passed"
+    line = f"{result.id}: {_fmt(result.score)}/{_fmt(result.possible)} points, {passed}/{len(graded)} graded tests passed"
     gaps = []
     if result.not_graded:
         gaps.append(f"{len(result.not_graded)} not graded here (needs other hardware)")
@@ -53,14 +54,17 @@ def summary_line(result: AssignmentResult) -> str:
     return line
 
 
+DETAIL_CHARS = 240  # a reason's numbers (expected, got, tolerance, where) fit; V=1 prints it whole
+
+
 def _detail(t: TestResult) -> str:
     """Perf bars, else the grader's reason, else the first error line pytest printed ("E   ...")."""
     if t.perf_notes:
         return escape("; ".join(t.perf_notes))
     if t.reason:
-        return escape(t.reason.splitlines()[0][:160])
+        return escape(shorten(t.reason.splitlines()[0], DETAIL_CHARS))
     errors = [line[1:].strip() for line in t.output.splitlines() if line.startswith("E ")]
-    return escape(errors[0][:160]) if errors else ""
+    return escape(shorten(errors[0], DETAIL_CHARS)) if errors else ""
 
 
 def _test_row(t: TestResult, label: str) -> tuple[str, ...]:
@@ -81,7 +85,7 @@ def _file_rows(tests: list[TestResult], verbose: bool) -> list[tuple[str, ...]]:
     rows = [(f"[bold]{escape(file)}[/]", suite, "", "", "", "")]
     rows += _failing_rows([t for t in tests if t not in quiet], suite)
     if quiet:
-        rows.append((f"  … {len(quiet)} more passed", suite, "[green]passed[/]",
+        rows.append((f"  … {len(quiet)} more passed (V=1 names them)", suite, "[green]passed[/]",
                      f"{_fmt(sum(t.score for t in quiet))}/{_fmt(sum(t.test.points for t in quiet))}", "", ""))
     return rows
 
@@ -143,11 +147,17 @@ def _print_list(title: str, rows: list[tuple[str, ...]], console: Console) -> No
             console.print(Padding(detail, (0, 0, 0, len(indent) + 4)), overflow="fold")
 
 
+def _graded_what(result: AssignmentResult) -> str:
+    """Whose code and which suites: "your assignments/ folder" alone would read as public tests only."""
+    whose = {"student": "assignments/ folder", "solution": "reference solution"}.get(result.source, result.source)
+    return f"{whose}, {'public and hidden tests' if result.hidden_available else 'public tests only'}"
+
+
 def print_result(result: AssignmentResult, console: Console | None = None, verbose: bool = False) -> None:
     """The table of one assignment (a list below TABLE_MIN_WIDTH columns): passing files folded to
     one row unless `verbose`."""
     console = console or Console()
-    title = escape(f"{result.id} — {result.title}  [{result.hardware}, sandbox {result.sandbox}, {result.source}]")
+    title = escape(f"{result.id} — {result.title}  [{result.hardware}, sandbox {result.sandbox}, {_graded_what(result)}]")
     printer = _print_table if console.width >= TABLE_MIN_WIDTH else _print_list
     printer(title, _rows(result, verbose), console)
     if verbose:
@@ -264,7 +274,7 @@ def markdown(results: list[AssignmentResult], base: Path | None = None) -> str:
     for r in results:
         graded = [t for t in r.tests if t.graded]
         pending = sum(t.test.points for t in r.pending)
-        lines.append(f"| {r.id} | {_fmt(r.score)}/{_fmt(r.max_score)} | {sum(t.status == PASSED for t in graded)}/{len(graded)} "
+        lines.append(f"| {r.id} | {_fmt(r.score)}/{_fmt(r.possible)} | {sum(t.status == PASSED for t in graded)}/{len(graded)} "
                      f"| {len(r.not_graded)} | {_fmt(pending)} points | {r.wall_s:.0f} s |")
     lines.append("")
     lines += [f"- {summary_line(r)}" for r in results]

@@ -92,6 +92,12 @@ class AssignmentResult:
         return sum(t.max_score for t in self.tests)
 
     @property
+    def possible(self) -> float:
+        """The points this machine can grade: pending written answers and held tests included, so a
+        total's denominator does not move when an answer is filled in or a test is held."""
+        return sum(t.test.points for t in self.tests if t.status != NOT_GRADED)
+
+    @property
     def not_graded(self) -> list[TestResult]:
         """Tests this machine could not grade (they need other hardware)."""
         return [t for t in self.tests if t.status == NOT_GRADED]

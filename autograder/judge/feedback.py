@@ -6,6 +6,7 @@ import builtins
 import re
 
 from autograder.judge.client import SUBMISSION_LINE
+from autograder.protocol.text import shorten
 
 HIDDEN_DIR = "hidden/"
 # A hidden run's worker may hold the text of a hidden test module (an in_worker helper's source):
@@ -89,16 +90,28 @@ def reproducer(exc: BaseException) -> str:
     return found if len(found) <= REPRODUCER_CHARS else found[: REPRODUCER_CHARS - 3] + "..."
 
 
+def message_line(message: str) -> str:
+    """A message on one line: its first line, and the lines after it when the first is only a
+    heading (ends in "!" or ":"), as torch's "Tensor-likes are not close!" before the numbers or
+    the multi-rank "... failed while the test ran f:" before each rank's reason."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0].endswith(("!", ":")) and len(lines) > 1:
+        return f"{lines[0]} {'; '.join(lines[1:])}"
+    return lines[0]
+
+
 def failure_reason(exc: BaseException, limit: int = 400) -> str:
-    """One line for the report: the exception and its message's first line, the student's own line
-    when the submission raised it, and Hypothesis's falsifying example when there is one."""
-    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-    parts = [f"{type(exc).__name__}: {lines[0].strip()}" if lines else type(exc).__name__]
+    """One line for the report: the exception and its message (the numbers after a heading line
+    included), the student's own line when the submission raised it, and Hypothesis's falsifying
+    example when there is one."""
+    line = message_line(str(exc))
+    parts = [f"{type(exc).__name__}: {line}" if line else type(exc).__name__]
     for note in getattr(exc, "__notes__", ()):
         if isinstance(note, str) and note.startswith(SUBMISSION_LINE):
             parts.append(note.splitlines()[0])
-    text = "; ".join(parts)
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    text = shorten("; ".join(parts), limit)
     example = reproducer(exc)
     return f"{text}; {example}" if example else text
 

@@ -63,6 +63,11 @@ def client_if_started() -> WorkerClient | None:
     return _client
 
 
+def has_guarded_audit() -> bool:
+    """Whether this run is a kernel exercise with an audit worker (where timed callables are made again)."""
+    return _audit is not None
+
+
 def guarded_timing(fn: Any) -> tuple[WorkerClient, Any] | None:
     """Where a kernel exercise times worker callable `fn`: (the audit worker, fn made again there),
     so that no repetition can run torch's compute ops unrecorded; None in any other exercise."""

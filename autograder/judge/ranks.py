@@ -255,7 +255,8 @@ class RankGroup:
 
     def _describe(self, what: str, errors: dict[int, BaseException], stuck: list[int]) -> str:
         lines = [f"{len(errors) + len(stuck)} of {self.world} ranks failed while the test {what}:"]
-        for rank in range(self.world):
+        # the failing ranks first: the report's one-line reason shows the head of this list
+        for rank in sorted(range(self.world), key=lambda r: (r not in errors, r not in stuck, r)):
             if rank in errors:
                 exc = errors[rank]
                 lines.append(f"  rank {rank}: {type(exc).__name__}: {str(exc)[:400]} (last: {self.where(rank)})")
