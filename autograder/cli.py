@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from autograder.authoring import invariants, stubs
 from autograder.classroom.commands import COMMANDS as CLASSROOM_COMMANDS
 from autograder.host import atomic, attachments, report
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.grade import grade_assignment, test_files
 from autograder.host.repo import Course, find_root
 from autograder.host.results import AssignmentResult

@@ -22,7 +22,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from autograder.protocol.messages import ENV_ROLE, ROLE_WORKER, Op
+from autograder.protocol.messages import ENV_ROLE, ROLE_WORKER, AnswerProblem, Op
 from autograder.worker import accounting, forbid, trust
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -95,12 +95,6 @@ def in_worker(fn: F) -> F:
         return value
 
     return shipped  # type: ignore[return-value]
-
-
-class AnswerProblem(AssertionError):
-    """What is wrong with the student's own answer file (missing, a link, bad TOML, not a number, not
-    answered yet). Raised in the judge with a message made only of the judge's words and that file,
-    never a value from the worker: a hidden test shows it too (see judge/feedback.py)."""
 
 
 def read_answer(root: str | os.PathLike[str], rel: str, max_bytes: int = 1 << 20) -> str:

@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 
 TABLE = Path("course") / "versions.toml"
 PACKAGES = ("torch", "triton", "transformers")

@@ -18,7 +18,7 @@ from rich.console import Console
 
 import autograder.host.grade as grade_module
 from autograder.host import report
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.grade import grade_assignment
 from autograder.sandbox.bwrap import BwrapBackend
 

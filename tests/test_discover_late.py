@@ -34,7 +34,7 @@ from autograder.classroom.late import (
     parse_policy,
     read_times,
 )
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 
 UTC = dt.UTC
 

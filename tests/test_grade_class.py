@@ -193,7 +193,7 @@ def test_two_class_gradings_never_write_one_gradebook_at_once(demo_course, tmp_p
     import fcntl
 
     from autograder.classroom.grade_class import ClassOptions, grade_class
-    from autograder.host.errors import GraderError
+    from autograder.errors import GraderError
 
     (tmp_path / "class").mkdir()
     out = tmp_path / "out"

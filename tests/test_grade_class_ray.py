@@ -25,7 +25,7 @@ from class_builder import cli, graded_rows, make_class, scores_alone
 
 from autograder.classroom import engines
 from autograder.classroom.grade_class import ClassOptions
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
                                reason="Ray is not installed (pip install -e .[cluster], or make setup)")

@@ -19,7 +19,7 @@ from autograder.classroom.export import export_class, lms_csv, student_grades
 from autograder.classroom.gradebook import GRADED, SCHEMA_VERSION, Gradebook, GradeKey, GradeRecord, Outcome
 from autograder.classroom.reviews import held_tests, record_decision
 from autograder.cli import cli
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.results import HELD, ExpectedTest, TestResult
 
 AID = "s00_demo"

@@ -2,8 +2,8 @@ import ast
 
 import pytest
 
-from autograder.host.errors import GraderError
-from autograder.authoring.markers import strip_solutions
+from autograder.errors import GraderError
+from autograder.host.markers import strip_solutions
 
 SOURCE = '''\
 import math

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from autograder.classroom.gradebook import GRADED, Gradebook
 from autograder.cli import cli
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.repo import Course
 from autograder.host.results import FAILED, MANUAL, PASSED
 from autograder.notebooks.cells import ANSWER, GIVEN, WRITTEN, parse_cells

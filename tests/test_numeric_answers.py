@@ -9,10 +9,10 @@ import shutil
 
 import pytest
 
-from autograder.authoring.markers import strip_numeric
 from autograder.authoring.stubs import leaked_solutions, write_assignment
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.grade import grade_assignment
+from autograder.host.markers import strip_numeric
 
 NUMBERS = """# The mean of [1, 2, 6] from your own `mean`.
 # BEGIN SOLUTION

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.sandbox import RunRequest, select_backend
 from autograder.sandbox.bwrap import BwrapBackend
 from autograder.sandbox.docker import DockerBackend, container_config

@@ -1,10 +1,11 @@
 import dataclasses
 import datetime as dt
 import re
+from pathlib import Path
 
 import pytest
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.authoring.release import build_release
 from autograder.authoring.schedule import load_schedule, parse_schedule
 
@@ -134,6 +135,9 @@ def test_week_two_ships_only_what_is_out_by_week_two(repo_course, tmp_path):
     for note in notes:
         text = (out / "course" / "stages" / note).read_text()
         assert "Which tests check what" not in text and "mutants.toml" not in text and "_hidden.py" not in text, note
+    assert not (out / "course" / "instructor-appendix.md").exists()  # hidden suites, mutants, calibration runs
+    syllabus = (out / "course" / "README.md").read_text()
+    assert "## The 16 stages" in syllabus and "instructor-appendix" not in syllabus and "For instructors" not in syllabus
     assert not (out / "gpu_runners").exists()
     readme, makefile = (out / "README.md").read_text(), (out / "Makefile").read_text()
     assert "git pull course main" in readme and "## Instructors" not in readme  # the student's README
@@ -156,6 +160,20 @@ def test_a_stage_notes_instructor_section_is_cut_up_to_the_next_heading():
     assert student_note(note) == "# S\n\n## Goals\ng\n\n## After\na\n"
     assert student_note("# S\n\n## Which tests check what\nx\n") == "# S\n"
     assert student_note("# S\n") == "# S\n"
+    two = "# S\n\n## Which tests check what (a)\nx\n\n## P\np\n\n## Which tests check what (b)\ny\n\n## For instructors\nz\n"
+    assert student_note(two) == "# S\n\n## P\np\n"
+
+
+def test_the_stage_notes_teach_and_leave_grading_internals_to_the_instructor_appendix():
+    """Which hidden test checks what, the mutants and the calibration runs live in
+    course/instructor-appendix.md (never shipped); a note that names them would ship them."""
+    root = Path(__file__).resolve().parents[1] / "course"
+    for note in sorted((root / "stages").glob("*.md")):
+        text = note.read_text()
+        found = [w for w in ("Which tests check what", "`hidden/", "_hidden.py", "mutants.toml", "hidden test",
+                             "the grader forbids", "calibration run") if w in text]
+        assert not found, f"{note.name} names grading internals {found}: move them to course/instructor-appendix.md"
+    assert "](instructor-appendix.md)" in (root / "README.md").read_text()
 
 
 def test_releases_are_commits_a_student_merges_into_their_own_work(demo_course, tmp_path):

@@ -1,6 +1,6 @@
 import pytest
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.results import PASSED, ExpectedTest, TestResult
 from autograder.host.score import score_all
 from autograder.host.spec import Threshold, load_spec, parse_spec

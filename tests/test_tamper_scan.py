@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring.mutants import load_mutants
-from autograder.authoring.stubs import given_packages
+from autograder.host.render import given_packages
 from autograder.host.results import FAILED, HELD, MANUAL, NOT_GRADED, PASSED, ExpectedTest, TestResult
 from autograder.host.scan import hold_flagged, scan_package, scan_source
 

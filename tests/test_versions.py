@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.repo import Course
 from autograder.versions import TABLE, environment_here, installed, load_environments
 

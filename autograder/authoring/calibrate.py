@@ -17,7 +17,7 @@ from pathlib import Path
 
 from autograder.hardware import hardware_tag
 from autograder.host import report
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.grade import grade_assignment
 from autograder.host.repo import Course
 from autograder.versions import environment_here

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from autograder.authoring.handout import current_handout
-from autograder.authoring.markers import has_markers
 from autograder.authoring.stubs import leaked_solutions, stale_paths
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.grade import grade_assignment
+from autograder.host.markers import has_markers
 from autograder.host.repo import Course
 from autograder.host.results import HELD
 
@@ -68,7 +68,7 @@ def check_mutants(course: Course, aid: str) -> list[str]:
     """mutants.toml reads, and each mutant's `find` text occurs exactly once in its file (a changed
     reference or answer file silently breaks the broken variants that patch it)."""
     from autograder.authoring.mutants import load_mutants
-    from autograder.host.errors import GraderError
+    from autograder.errors import GraderError
 
     if (solution := course.solution_dir(aid)) is None:
         return []
@@ -82,7 +82,7 @@ def check_mutants(course: Course, aid: str) -> list[str]:
 def check_schedule(course: Course) -> list[str]:
     """The schedule is valid and releases no given file before the exercise it answers is due."""
     from autograder.authoring.schedule import load_schedule
-    from autograder.host.errors import GraderError
+    from autograder.errors import GraderError
 
     path = course.root / "course" / "schedule.toml"
     if not path.is_file():

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from autograder.hardware import hardware_tag
 from autograder.host.course_files import ignore
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.grade import grade_assignment
 from autograder.host.results import AssignmentResult
 from autograder.host.repo import Course

@@ -20,11 +20,11 @@ from dataclasses import dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 
-from autograder.authoring.markers import find_regions
 from autograder.hardware import hardware_tag
 from autograder.host.course_files import ignore
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.grade import grade_assignment
+from autograder.host.markers import find_regions
 from autograder.host.repo import Course
 
 REPORT = "mutation.toml"

@@ -2,9 +2,10 @@
 and publish it as the next commit of a student repository.
 
 No `solutions/`, no hidden tests, no mutants: invariant 4 is checked on the folder it writes. The
-student's README and Makefile (course/student/), not the instructor's. Only what is out by week N: the stage notes of the stages released so far (without their instructor
-section, which names hidden test files and the mutants), the schedule's weeks 1..N; no GPU-runner
-scripts (calibration and CI are the instructor's).
+student's README and Makefile (course/student/), not the instructor's. Only what is out by week N: the stage notes of
+the stages released so far (without any instructor section, which would name hidden test files and the mutants), the
+schedule's weeks 1..N; no instructor appendix (course/instructor-appendix.md: what each suite checks) nor the syllabus
+section that links it; no GPU-runner scripts (calibration and CI are the instructor's).
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ from pathlib import Path
 from autograder.authoring.schedule import load_schedule
 from autograder.authoring.stubs import leaked_solutions, stale_paths
 from autograder.host.course_files import INSTRUCTOR_ONLY, ignore
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.repo import Course
 
 SHIPPED = ("pyproject.toml", ".gitignore", "autograder", "datasets", "coursedata")
 # The student's README and Makefile (setup, grade, schedule, interop), not the instructor's.
 STUDENT_FILES = {"README.md": "course/student/README.md", "Makefile": "course/student/Makefile"}
 IGNORED = ignore(*INSTRUCTOR_ONLY)
-INSTRUCTOR_SECTION = "## Which tests check what"  # the last section of a stage note: hidden files, mutants
+# Sections a shipped note loses, heading to the next heading: a stage note's test table (hidden files, mutants), the
+# syllabus's link to the instructor appendix.
+INSTRUCTOR_SECTIONS = ("## Which tests check what", "## For instructors")
+INSTRUCTOR_FILES = ("instructor-*.md",)  # course/instructor-appendix.md: hidden suites, mutants, calibration runs
 
 
 def build_release(*, course: Course, week: int, out: Path) -> list[str]:
@@ -63,7 +67,10 @@ def _ship_course_notes(course: Course, stages: set[int], schedule: str, out: Pat
     source = course.root / "course"
     if not source.is_dir():
         return
-    shutil.copytree(source, out / "course", ignore=ignore(*INSTRUCTOR_ONLY, "stages", "schedule.toml", "student"))
+    shutil.copytree(source, out / "course",
+                    ignore=ignore(*INSTRUCTOR_ONLY, *INSTRUCTOR_FILES, "stages", "schedule.toml", "student"))
+    if (syllabus := out / "course" / "README.md").is_file():
+        syllabus.write_text(student_note(syllabus.read_text()))
     (out / "course" / "schedule.toml").write_text(schedule)
     (out / "course" / "stages").mkdir()
     for note in sorted((source / "stages").glob("*.md")):
@@ -72,12 +79,12 @@ def _ship_course_notes(course: Course, stages: set[int], schedule: str, out: Pat
 
 
 def student_note(text: str) -> str:
-    """A stage note without its instructor section (from its heading to the next one, or the end)."""
-    start = text.find("\n" + INSTRUCTOR_SECTION)
-    if start < 0:
-        return text
-    end = text.find("\n## ", start + 1)
-    return text[: start + 1].rstrip("\n") + "\n" + (text[end:] if end >= 0 else "")
+    """A note without its instructor sections (each from its heading to the next one, or the end)."""
+    for heading in INSTRUCTOR_SECTIONS:
+        while (start := text.find("\n" + heading)) >= 0:
+            end = text.find("\n## ", start + 1)
+            text = text[: start + 1].rstrip("\n") + "\n" + (text[end:] if end >= 0 else "")
+    return text
 
 
 def schedule_text(course: Course, week: int) -> str:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.spec import AssignmentSpec
 
 

@@ -1,7 +1,7 @@
 """Generate `assignments/<id>/` from `solutions/<id>/`, and tell whether it is up to date.
 
 Copied: everything but instructor-only files (`hidden/`, rubrics, broken variants) and caches. Python files have their
-solution regions stripped (see `autograder.authoring.markers`), written answers (`answers/*.md`) their reference answer,
+solution regions stripped (see `autograder.host.markers`), written answers (`answers/*.md`) their reference answer,
 numeric answers (`answers/*.toml`) their reference values (each becomes nan). The generator works in memory, so the same function
 serves writing the tree and checking that the committed tree is current.
 """
@@ -13,30 +13,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.authoring.markers import (
-    MD_MARKER,
-    Region,
-    find_regions,
-    has_markers,
-    keep_solutions,
-    strip_answer,
-    strip_numeric,
-    strip_solutions,
-)
-from autograder.host.course_files import counts, instructor_only
+from autograder.host.course_files import instructor_only
+from autograder.host.markers import MD_MARKER, Region, find_regions, has_markers
+from autograder.host.render import given_packages, render_release, shipped_files
 from autograder.host.repo import Course
-from autograder.host.spec import AssignmentSpec
-from autograder.host.written import PLACEHOLDER
-
-
-def _shipped_files(solution_dir: Path) -> list[Path]:
-    files = []
-    for path in sorted(solution_dir.rglob("*")):
-        rel = path.relative_to(solution_dir)
-        if not path.is_file() or instructor_only(rel) or not counts(rel):
-            continue
-        files.append(rel)
-    return files
 
 
 @dataclass(frozen=True)
@@ -56,7 +36,7 @@ def solution_tasks(solution_dir: Path, prefix: str) -> list[Task]:
     """Every task of the reference, numbered as `render_release` numbers its stubs: regions in
     file order over the shipped Python files, counting on from one file to the next."""
     tasks: list[Task] = []
-    for rel in _shipped_files(solution_dir):
+    for rel in shipped_files(solution_dir):
         if rel.suffix == ".py":
             for region in find_regions((solution_dir / rel).read_text(), str(solution_dir / rel)):
                 tasks.append(Task(f"{prefix}.{len(tasks) + 1}", rel.as_posix(), region))
@@ -72,51 +52,6 @@ def stub_task_ids(release: dict[Path, bytes]) -> list[tuple[str, str]]:
             for m in STUB_TASK.finditer(data.decode())]
 
 
-def render_release(solution_dir: Path, prefix: str, given: dict[Path, bytes] | None = None) -> dict[Path, bytes]:
-    """The student copy of one assignment, as {relative path: content}; `given`: its given packages
-    (`given_packages`), shipped as they are."""
-    out: dict[Path, bytes] = {}
-    counter = 0
-    for rel in _shipped_files(solution_dir):
-        data = (solution_dir / rel).read_bytes()
-        if rel.suffix == ".py":
-            text = data.decode()
-            text, counter = strip_solutions(text, str(solution_dir / rel), prefix, counter)
-            data = text.encode()
-        elif rel.suffix == ".md" and rel.parts[0] == "answers":
-            data = strip_answer(data.decode(), str(solution_dir / rel), PLACEHOLDER).encode()
-        elif rel.suffix == ".toml" and rel.parts[0] == "answers":
-            data = strip_numeric(data.decode(), str(solution_dir / rel)).encode()
-        out[rel] = data
-    return out | (given or {})
-
-
-def given_packages(course: Course, spec: AssignmentSpec) -> dict[Path, bytes]:
-    """The packages `spec` is given ([[given]] package): each earlier assignment's reference package,
-    marker lines dropped and bodies kept. Empty for a package whose solution this checkout lacks (a
-    student's: there the assignment folder already holds it)."""
-    out: dict[Path, bytes] = {}
-    for given in spec.given_packages:
-        source = course.solution_dir(given.solves)
-        if source is None:
-            continue
-        for rel in _shipped_files(source):
-            if rel.parts[0] != given.package:
-                continue
-            data = (source / rel).read_bytes()
-            if rel.suffix == ".py":
-                data = keep_solutions(data.decode(), str(source / rel)).encode()
-            out[rel] = data
-    return out
-
-
-def render_package(solution_dir: Path, packages: tuple[str, ...], prefix: str,
-                   given: dict[Path, bytes] | None = None) -> dict[Path, bytes]:
-    """Only the package files of an assignment, stubbed, with its given packages (what a fresh
-    student starts from)."""
-    return {rel: data for rel, data in render_release(solution_dir, prefix, given).items() if rel.parts[0] in packages}
-
-
 def stale_paths(course: Course, assignment_id: str) -> list[str]:
     """Paths under assignments/<id> that differ from what the generator makes (empty: in sync)."""
     spec = course.spec(assignment_id)
@@ -125,7 +60,7 @@ def stale_paths(course: Course, assignment_id: str) -> list[str]:
         return []
     expected = render_release(solution, spec.task_prefix, given_packages(course, spec))
     target = course.student_dir(assignment_id)
-    actual = {rel for rel in _shipped_files(target)} if target.is_dir() else set()
+    actual = {rel for rel in shipped_files(target)} if target.is_dir() else set()
     problems = [f"missing {rel}" for rel in sorted(expected.keys() - actual)]
     problems += [f"extra {rel}" for rel in sorted(actual - expected.keys())]
     for rel in sorted(expected.keys() & actual):

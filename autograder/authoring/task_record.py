@@ -17,9 +17,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.authoring.stubs import Task, given_packages, render_release, stub_task_ids
+from autograder.authoring.stubs import Task, stub_task_ids
 from autograder.host.course_files import course_files
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
+from autograder.host.render import given_packages, render_release
 from autograder.host.repo import Course
 
 RECORD = "tasks.toml"

@@ -25,7 +25,7 @@ from autograder.authoring import task_record
 from autograder.authoring.stubs import Task, solution_tasks
 from autograder.authoring.task_record import TaskRecord
 from autograder.hardware import hardware_tag
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.grade import expected_tests, grade_assignment
 from autograder.host.repo import Course
 from autograder.host.results import NOT_GRADED, PASSED

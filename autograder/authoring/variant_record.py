@@ -20,8 +20,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.authoring.stubs import given_packages
 from autograder.host.course_files import course_files
+from autograder.host.render import given_packages
 from autograder.host.repo import Course
 
 RECORD = "mutants.lock"

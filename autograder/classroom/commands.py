@@ -14,7 +14,7 @@ from rich.table import Table
 
 from autograder.classroom.engines import ENGINES
 from autograder.host import atomic
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.repo import Course
 
 console = Console()

@@ -19,7 +19,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 
 ENGINES = ("local", "ray")
 RAY_MISSING = "--engine ray needs Ray, which is not installed here: pip install -e .[cluster]"

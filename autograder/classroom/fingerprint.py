@@ -21,9 +21,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import autograder
-from autograder.authoring.stubs import given_packages, render_release
 from autograder.host.course_files import counts, course_files
 from autograder.host.grade import GRADER_ROOT
+from autograder.host.render import given_packages, render_release
 from autograder.host.repo import Course
 from autograder.host.spec import AssignmentSpec
 from autograder.host.stage import read_no_follow, walk_no_links

@@ -26,7 +26,7 @@ from autograder.classroom.fingerprint import grader_version, submission_hash, tr
 from autograder.classroom.gradebook import GRADED, Gradebook, GradeKey, GradeRecord, Late, Outcome
 from autograder.classroom.late import LatePolicy, assess, due_date, git_commit_time, load_policy, read_times
 from autograder.host import atomic, report
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.grade import grade_assignment
 from autograder.host.repo import Course
 from autograder.host.spec import AssignmentSpec

@@ -26,13 +26,13 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from autograder.authoring.stubs import render_release
 from autograder.classroom.discover import Entry, locate
 from autograder.classroom.fingerprint import grader_version, grading_meta, tree_hash
 from autograder.host import atomic, report
 from autograder.host.course_files import course_files
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.grade import GRADER_ROOT, grade_assignment
+from autograder.host.render import render_release
 from autograder.host.repo import Course
 
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # Gradescope's workers have no GPU: the CPU build

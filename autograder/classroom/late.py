@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.authoring.schedule import load_schedule
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.repo import Course
 
 DAY = dt.timedelta(days=1)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from autograder.host.attachments import from_record
 from autograder.host.course_files import counts
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.results import ERROR, FAILED, HELD, NOT_GRADED, PASSED, ExpectedTest, TestResult
 from autograder.protocol.messages import RecordKind
 from autograder.protocol.run import OPT_RUN, RunDescription

@@ -10,13 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from autograder.authoring.stubs import given_packages, render_package
 from autograder.hardware import hardware_tag
 from autograder.host.attachments import verify as verify_attachments
 from autograder.host.collect import collect_expected, read_reported, reconcile, unexpected
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.probe import IMPORT_TIMEOUT_S, ImportProbe, hang_reason, probe_argv, read_probe, setup_error
 from autograder.host.progress import Progress, Tally
+from autograder.host.render import given_packages, render_package
 from autograder.host.repo import Course
 from autograder.host.results import ERROR, FAILED, AssignmentResult, ExpectedTest, TestResult
 from autograder.host.scan import array_library_imports, hold_flagged, scan_package

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.sandbox import RunResult
 
 MARKER = "autograder-probe:"

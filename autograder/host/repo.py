@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.spec import AssignmentSpec, load_spec
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.spec_schema import check_shape
 from autograder.protocol.rules import PACKAGE_PATTERN, AccountingRules
 

@@ -11,14 +11,20 @@ from __future__ import annotations
 
 import importlib
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from autograder.judge.proxies import BoundMethod, EnumValue, ModuleProxy, PathRef, Record, Remote, mirror_exception
+from autograder.judge.proxies import (
+    BoundMethod,
+    EnumValue,
+    ModuleProxy,
+    PathRef,
+    Peer,
+    Record,
+    Remote,
+    mirror_exception,
+)
 from autograder.protocol.data import DataCodec
 from autograder.protocol.wire import ProtocolError, expect
-
-if TYPE_CHECKING:
-    from autograder.judge.client import WorkerClient
 
 
 class StaleReference(RuntimeError):
@@ -28,7 +34,7 @@ class StaleReference(RuntimeError):
 class JudgeCodec(DataCodec):
     PRIVATE_CUDA_POOL = True  # the worker may map what the judge shares: a pool holding nothing else
 
-    def __init__(self, client: WorkerClient, outgoing: Any, incoming: Any) -> None:
+    def __init__(self, client: Peer, outgoing: Any, incoming: Any) -> None:
         super().__init__(outgoing, incoming)
         self.client = client
         self._proxies: dict[tuple[int, int], weakref.ref] = {}

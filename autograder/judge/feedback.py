@@ -6,6 +6,7 @@ import builtins
 import re
 
 from autograder.judge.client import SUBMISSION_LINE
+from autograder.protocol.messages import AnswerProblem
 from autograder.protocol.text import shorten
 
 HIDDEN_DIR = "hidden/"
@@ -55,8 +56,6 @@ def hidden_violation(verdict: str) -> str:
 def hidden_reason(exc: BaseException) -> str:
     """The reason of a hidden test that raised: the builtin exception type, and an untouched stub's
     task id; never the message (its values may come from the submission) nor a type it named."""
-    from autograder.testing import AnswerProblem
-
     if isinstance(exc, AnswerProblem):  # the judge's words about the student's own answer file
         return failure_reason(exc)
     name = type(exc).__name__

@@ -182,8 +182,10 @@ def ranks(request: pytest.FixtureRequest) -> Any:
     forbidden, rules = (recorder._forbidden, recorder._rules) if recorder else ([], AccountingRules())
     required = recorder._required(request.node) if recorder else ()
     timeout = float(request.config.getoption("timeout", None) or 120.0)
-    group = RankGroup(package=client().package, world=world, backend=backend, timeout_s=timeout,
-                      guards=(request.node.nodeid, forbidden, rules, tuple(required)))
+    main = client()
+    group = RankGroup(package=main.package, world=world, backend=backend, timeout_s=timeout,
+                      guards=(request.node.nodeid, forbidden, rules, tuple(required)),
+                      spare_pid=main.proc.pid if main.proc is not None else None)
     group.start()
     try:
         yield group

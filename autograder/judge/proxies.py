@@ -16,13 +16,25 @@
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from autograder.protocol.messages import Op
 
-if TYPE_CHECKING:
-    from autograder.judge.client import WorkerClient
+
+class Peer(Protocol):
+    """What proxies and the codec need of the judge's client of one worker (judge/client.py's
+    WorkerClient), typed here so that neither imports the client module, which imports both."""
+
+    package: str
+    generation: int
+
+    def request(self, op: Op, *args: Any) -> Any: ...
+
+    def register_callback(self, fn: Callable[..., Any]) -> int: ...
+
+    def track(self, proxy: Any, generation: int, rid: int, cell: list[int]) -> None: ...
 
 
 class RemoteError(Exception):
@@ -48,7 +60,7 @@ def mirror_exception(module: str, qualname: str, bases: list[str]) -> type:
     return _mirrors[key]
 
 
-def _client(proxy: Any) -> WorkerClient:
+def _client(proxy: Any) -> Peer:
     return object.__getattribute__(proxy, "_ag_client")
 
 
@@ -58,7 +70,7 @@ class Remote:
     __slots__ = ("__weakref__", "_ag_client", "_ag_generation", "_ag_kind", "_ag_methods", "_ag_path", "_ag_rid",
                  "_ag_type")
 
-    def __init__(self, client: WorkerClient, generation: int, rid: int, kind: str, type_name: tuple[str, str],
+    def __init__(self, client: Peer, generation: int, rid: int, kind: str, type_name: tuple[str, str],
                  methods: frozenset[str], path: str | None) -> None:
         for name, value in (("_ag_client", client), ("_ag_generation", generation), ("_ag_rid", rid),
                             ("_ag_kind", kind), ("_ag_type", type_name), ("_ag_methods", methods), ("_ag_path", path)):
@@ -168,7 +180,7 @@ class PathRef(Remote):
 
     __slots__ = ()
 
-    def __init__(self, client: WorkerClient, path: str) -> None:
+    def __init__(self, client: Peer, path: str) -> None:
         super().__init__(client, -1, -1, "path", tuple(path.rsplit(".", 1)), frozenset(), path)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
@@ -178,7 +190,7 @@ class PathRef(Remote):
 class ModuleProxy(types.ModuleType):
     """`import <package>` in the judge: attributes are the worker's, fetched at each access."""
 
-    def __init__(self, name: str, client: WorkerClient) -> None:
+    def __init__(self, name: str, client: Peer) -> None:
         super().__init__(name)
         object.__setattr__(self, "_ag_client", client)
         object.__setattr__(self, "__path__", [])
@@ -217,7 +229,7 @@ class Record(Remote):
 
     __slots__ = ("_ag_fields", "_ag_sequence")
 
-    def __init__(self, client: WorkerClient, generation: int, rid: int, type_name: tuple[str, str],
+    def __init__(self, client: Peer, generation: int, rid: int, type_name: tuple[str, str],
                  fields: dict[str, Any], sequence: bool, path: str | None) -> None:
         super().__init__(client, generation, rid, "record", type_name, frozenset(), path)
         object.__setattr__(self, "_ag_fields", fields)

@@ -113,7 +113,7 @@ class RankGroup:
     """`world` workers joined in one process group; `run` calls a test function on all of them."""
 
     def __init__(self, *, package: str, world: int, backend: str, timeout_s: float,
-                 guards: tuple[str, list[str], AccountingRules, tuple[str, ...]]) -> None:
+                 guards: tuple[str, list[str], AccountingRules, tuple[str, ...]], spare_pid: int | None = None) -> None:
         if world < 1:
             raise ValueError(f"world_size must be >= 1, got {world}")
         if backend not in ("gloo", "nccl"):
@@ -121,6 +121,7 @@ class RankGroup:
         if backend == "gloo" and world > MAX_GLOO_WORLD:
             raise ValueError(f"world_size({world}) on gloo: at most {MAX_GLOO_WORLD} CPU ranks per test")
         self.world, self.backend, self.timeout_s = world, backend, timeout_s
+        self.spare_pid = spare_pid  # the test's own worker: closing the group must not kill it
         # One deadline for the whole test (start and every run together), from the group's creation
         # in the test's setup: a rank slow to start leaves less time to the runs, never more.
         self.deadline = time.monotonic() + timeout_s - KILL_MARGIN_S
@@ -176,10 +177,7 @@ class RankGroup:
                     pass
         for c in self.clients:
             c.kill()
-        from autograder.judge import plugin
-
-        main = plugin.client_if_started()
-        kill_strays({main.proc.pid} if main is not None and main.proc is not None else set())
+        kill_strays({self.spare_pid} if self.spare_pid is not None else set())
         shutil.rmtree(self.folder, ignore_errors=True)
 
     # ---- running ------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 
 MAX_BYTES = 16 * 2**20  # a notebook larger than this (outputs, images) is not read
 TEXT_STUB = "YOUR ANSWER HERE"  # nbgrader's cleared text answer (solutions/notebooks/nbgrader_config.py)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from autograder.host import report
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.repo import Course
 
 console = Console()

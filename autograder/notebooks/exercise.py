@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.host.course_files import ignore
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.repo import Course
 from autograder.host.spec import AssignmentSpec, load_spec
 from autograder.notebooks.cells import Cell, read_cells

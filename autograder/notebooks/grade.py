@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.classroom.fingerprint import grader_version
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.grade import Progress, grade_assignment
 from autograder.host.repo import Course
 from autograder.host.results import AssignmentResult

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.host.repo import Course
 from autograder.notebooks.cells import ANSWER, WRITTEN, Cell, parse_cells
 from autograder.notebooks.exercise import CONFIG, NotebookExercise, load_exercise

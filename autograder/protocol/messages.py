@@ -21,6 +21,13 @@ class HeldForReview(AssertionError):
     reason, its points in no automatic total until an instructor reviews it."""
 
 
+class AnswerProblem(AssertionError):
+    """What is wrong with the student's own answer file (missing, a link, bad TOML, not a number, not
+    answered yet). Raised in the judge with a message made only of the judge's words and that file,
+    never a value from the worker: a hidden test shows it too (see judge/feedback.py). Test authors
+    import it from autograder.testing."""
+
+
 class RecordKind(str, Enum):
     """Kinds of the signed JSON lines the judge writes for the trusted side."""
 

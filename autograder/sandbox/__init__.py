@@ -14,7 +14,7 @@ from __future__ import annotations
 import warnings
 from typing import Protocol
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.sandbox.base import RunRequest, RunResult
 from autograder.sandbox.bwrap import BwrapBackend
 from autograder.sandbox.docker import DockerBackend

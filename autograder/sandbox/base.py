@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 from autograder.sandbox.rights import can_switch_uid, isolate_network
 
 OUTPUT_TAIL_CHARS = 20_000

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from autograder.host.errors import GraderError
+from autograder.errors import GraderError
 
 BEGIN = re.compile(r"^(?P<indent>\s*)#\s*BEGIN SOLUTION\b")
 END = re.compile(r"^\s*#\s*END SOLUTION\b")
