@@ -12,15 +12,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from autograder.authoring import invariants, stubs
 from autograder.classroom.commands import COMMANDS as CLASSROOM_COMMANDS
-from autograder.host import atomic, attachments, report
 from autograder.errors import GraderError
+from autograder.host import atomic, attachments, report
 from autograder.host.grade import grade_assignment, test_files
 from autograder.host.repo import Course, find_root
 from autograder.host.results import AssignmentResult
 from autograder.notebooks.commands import notebooks as NOTEBOOK_COMMANDS
+from autograder.options import sandbox_option
 
 console = Console(stderr=False)
-SANDBOXES = click.Choice(["auto", "bwrap", "none", "docker"])
 
 
 def _course(root: str | None) -> Course:
@@ -50,7 +50,7 @@ def list_cmd(course: Course) -> None:
 @click.option("--solution", is_flag=True, help="grade the reference solution instead of assignments/")
 # no exists=True: a missing folder must still get its results file, which click would abort before
 @click.option("--submission", type=click.Path(file_okay=False), help="grade this folder instead")
-@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@sandbox_option
 @click.option("--hardware", default=None, help="hardware tag for perf bars (default: detected)")
 @click.option("--jobs", type=int, default=None, help="test files graded in parallel (default: CPU count on CPU)")
 @click.option("--json", "json_path", type=click.Path(), default=None, help="write Gradescope results.json here")
@@ -162,7 +162,7 @@ def stubs_cmd(course: Course, check: bool) -> None:
 
 @cli.command()
 @click.option("--quick", is_flag=True, help="skip the invariants that need grading")
-@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@sandbox_option
 @click.argument("ids", nargs=-1)
 @click.pass_obj
 def check(course: Course, quick: bool, sandbox: str, ids: tuple[str, ...]) -> None:
@@ -236,7 +236,7 @@ def review(results_json: Path, test: str, release: bool, comment: str) -> None:
 
 @cli.command()
 @click.argument("aid")
-@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@sandbox_option
 @click.option("--gpu-only", is_flag=True, help="only the mutants marked gpu = true")
 @click.option("--record", is_flag=True, help="where every variant graded here lost points, write "
               "solutions/<id>/mutants.lock, which `make test` checks before grading them again")
@@ -297,7 +297,7 @@ def tasks(course: Course, ids: tuple[str, ...]) -> None:
 @click.option("--seed", type=int, default=0, show_default=True, help="seed of the sample")
 @click.option("--timeout", "timeout_s", type=float, default=None,
               help="seconds per mutant (default: 4x the unmutated copy's grading, at least 60)")
-@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@sandbox_option
 @click.pass_obj
 def mutation(course: Course, aid: str, max_mutants: int, seed: int, timeout_s: float | None, sandbox: str) -> None:
     """Mechanical mutation testing of the reference's solution regions; survivors go to mutation.toml."""
@@ -317,7 +317,7 @@ def mutation(course: Course, aid: str, max_mutants: int, seed: int, timeout_s: f
 @click.option("--pass-factor", type=float, default=0.6, show_default=True)
 @click.option("--full-factor", type=float, default=0.9, show_default=True)
 @click.option("--write", is_flag=True, help="write the proposed bars into solutions/<id>/assignment.toml")
-@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@sandbox_option
 @click.option("--json", "json_path", type=click.Path(), default=None, help="results.json of the last grading run")
 @click.pass_obj
 def calibrate(course: Course, aid: str, repeats: int, pass_factor: float, full_factor: float, write: bool,

@@ -13,12 +13,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from autograder.classroom.engines import ENGINES
-from autograder.host import atomic
 from autograder.errors import GraderError
+from autograder.host import atomic
 from autograder.host.repo import Course
+from autograder.options import sandbox_option
 
 console = Console()
-SANDBOXES = click.Choice(["auto", "bwrap", "none", "docker"])
 OUT_HELP = "class folder of the gradebook, results and exports (default: results/class under the course root)"
 
 
@@ -38,7 +38,7 @@ def _say(line: str) -> None:
 @click.option("--regrade", is_flag=True, help="grade again what the gradebook already holds")
 @click.option("--times", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="CSV of student,submitted_at (ISO 8601) for the late policy")
-@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@sandbox_option
 @click.option("--hardware", default=None, help="hardware tag for perf bars (default: detected)")
 @click.option("--engine", type=click.Choice(ENGINES), default="local", show_default=True,
               help="where gradings run: this machine's processes (-j), or Ray tasks (pip install -e .[cluster])")
@@ -238,7 +238,7 @@ def gradescope_cmd(course: Course, aid: str, out: Path | None, datasets: bool | 
 @click.command("gradescope-run", hidden=True)
 @click.argument("aid")
 @click.option("--autograder-root", type=click.Path(file_okay=False, path_type=Path), required=True)
-@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@sandbox_option
 def gradescope_run(aid: str, autograder_root: Path, sandbox: str) -> None:
     """Inside Gradescope's image (run_autograder): grade the submission into results/results.json."""
     from autograder.classroom.gradescope import run_autograder

@@ -374,9 +374,9 @@ class _Recorder:
         if report.when == "call" and report.capstdout:
             state.output.append(f"[stdout] {report.capstdout}")
         if report.when == "teardown":
-            self._emit(self._record(report.nodeid, state, report.duration))
+            self._emit(self._record(report.nodeid, state))
 
-    def _record(self, nodeid: str, state: _TestState, teardown_s: float) -> dict[str, Any]:
+    def _record(self, nodeid: str, state: _TestState) -> dict[str, Any]:
         status, reason = _verdict(state)
         output = _PROFILER_LOG.sub("", "\n".join(state.output))
         if is_hidden(nodeid) and output:  # tracebacks echo values, the worker's output is its own

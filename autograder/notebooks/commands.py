@@ -8,12 +8,12 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from autograder.host import report
 from autograder.errors import GraderError
+from autograder.host import report
 from autograder.host.repo import Course
+from autograder.options import sandbox_option
 
 console = Console()
-SANDBOXES = click.Choice(["auto", "bwrap", "none", "docker"])
 
 
 @click.group()
@@ -49,7 +49,7 @@ def release_cmd(course: Course, exercise_id: str, out: Path) -> None:
 @click.argument("exercise_id")
 @click.argument("notebook", required=False, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--solution", is_flag=True, help="grade the source notebook's own answers (the reference)")
-@click.option("--sandbox", type=SANDBOXES, default="auto", show_default=True)
+@sandbox_option
 @click.option("--hardware", default=None, help="hardware tag for perf bars (default: detected)")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None,
               help="write Gradescope results.json here")

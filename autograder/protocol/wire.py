@@ -18,7 +18,6 @@ import io
 import pickle
 import socket
 import struct
-from collections.abc import Callable
 from typing import Any
 
 HEADER = struct.Struct("<QQ")  # frame length, arena size the frame's tensors need
@@ -130,5 +129,3 @@ def expect(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
         raise ProtocolError(f"{what}: expected {'/'.join(k.__name__ for k in kinds)}, got {type(value).__name__}")
     return value
 
-
-Handler = Callable[..., Any]

@@ -20,7 +20,7 @@ from autograder.sandbox.bwrap import BwrapBackend
 from autograder.sandbox.docker import DockerBackend
 from autograder.sandbox.none import NoneBackend
 
-__all__ = ["BACKENDS", "Backend", "RunRequest", "RunResult", "select_backend"]
+__all__ = ["BACKENDS", "CHOICES", "Backend", "RunRequest", "RunResult", "select_backend"]
 
 
 class Backend(Protocol):
@@ -38,11 +38,12 @@ class Backend(Protocol):
 
 
 BACKENDS = {"bwrap": BwrapBackend, "none": NoneBackend, "docker": DockerBackend}
+CHOICES = ("auto", *BACKENDS)  # what --sandbox accepts, in every command (autograder/options.py)
 
 
-def select_backend(name: str = "auto", *, image: str | None = None, gpu: bool = True) -> Backend:
+def select_backend(name: str = "auto", *, gpu: bool = True) -> Backend:
     """The named backend, or for 'auto' bwrap where it works, else 'none' with a visible warning.
-    docker: `image`, else $AUTOGRADER_IMAGE, else the GPU image (gpu) or the CPU one."""
+    docker: $AUTOGRADER_IMAGE, else the GPU image (gpu) or the CPU one."""
     if name == "auto":
         bwrap = BwrapBackend()
         ok, why = bwrap.available()
@@ -52,7 +53,7 @@ def select_backend(name: str = "auto", *, image: str | None = None, gpu: bool = 
         return NoneBackend()
     if name not in BACKENDS:
         raise GraderError(f"unknown sandbox {name!r}; choose one of auto, {', '.join(BACKENDS)}")
-    backend = DockerBackend(image=image, gpu=gpu) if name == "docker" else BACKENDS[name]()
+    backend = DockerBackend(gpu=gpu) if name == "docker" else BACKENDS[name]()
     ok, why = backend.available()
     if not ok:
         raise GraderError(f"sandbox {name!r} is not usable here: {why}")
