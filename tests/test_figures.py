@@ -4,6 +4,7 @@ figure plots (its `data()`) agree with a source independent of the code that com
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import math
 import os
@@ -37,10 +38,23 @@ def reference_imports_stay_in_this_module():
             del sys.modules[name]
 
 
+_DATA: dict[str, object] = {}
+
+
+def fig_data(name: str):
+    """FIG[name].data(), computed once per test session (the build and the checks share it)."""
+    if name not in _DATA:
+        _DATA[name] = FIG[name].data()
+    return _DATA[name]
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("figures")
-    assert build_main(["--out", str(out)]) == 0
+    assert build_main(["--out", str(out), "causal_mask"]) == 0  # the command line, on one figure
+    for name in FIGURES:
+        if name != "causal_mask":
+            FIG[name].draw(fig_data(name), out / f"{name}.png")
     return out
 
 
@@ -224,3 +238,271 @@ def _assert_no_admission_while_a_batch_decodes(res: dict, n: int) -> None:
     for x in range(n):
         for r in range(n):
             assert r == x or not decoding[r] < admitted[x] < res["finish"][r], (x, r)
+
+
+# --- the notes and the built figures agree ---------------------------------------------------------
+NOTES = Path(__file__).resolve().parents[1] / "course" / "stages"
+IMAGE_LINK = r"!\[([^\]]*)\]\(\.\./figures/png/([A-Za-z0-9_]+)\.png\)"
+
+
+def _note_images() -> dict[str, list[tuple[str, str]]]:
+    import re
+
+    return {p.name: re.findall(IMAGE_LINK, p.read_text(encoding="utf-8")) for p in sorted(NOTES.glob("*.md"))}
+
+
+def test_every_figure_is_shipped_and_shown_in_a_note():
+    shown = {name for links in _note_images().values() for _, name in links}
+    png_dir = Path(FIG["roofline"].__file__).parent / "png"
+    assert not set(FIGURES) - shown, f"figures no stage note shows: {sorted(set(FIGURES) - shown)}"
+    assert not shown - set(FIGURES), f"notes show figures no module builds: {sorted(shown - set(FIGURES))}"
+    missing = [n for n in FIGURES if not (png_dir / f"{n}.png").is_file()]
+    assert not missing, f"not in course/figures/png/ (run `make figures`): {missing}"
+    big = {n: (png_dir / f"{n}.png").stat().st_size for n in FIGURES if (png_dir / f"{n}.png").stat().st_size > 64 * 1024}
+    assert not big, f"committed PNGs over 64 KiB: {big}"
+
+
+def test_every_stage_note_has_two_figures_with_alt_text_and_a_caption():
+    for note, links in _note_images().items():
+        assert len(links) >= 2, f"{note}: {len(links)} figure(s), want >= 2"
+        text = (NOTES / note).read_text(encoding="utf-8")
+        for alt, name in links:
+            assert len(alt.split()) >= 4, f"{note}: figure {name} needs alt text that says what it shows"
+            after = text.split(f"(../figures/png/{name}.png)", 1)[1]
+            assert after.startswith("\n\n*"), f"{note}: figure {name} needs a blank line, then an italic caption"
+
+
+def test_no_note_cites_a_figure_file_the_repository_does_not_ship():
+    import re
+
+    for note in sorted(NOTES.glob("*.md")):
+        for ref in re.findall(r"`(svg/[^`]+)`", note.read_text(encoding="utf-8")):
+            pytest.fail(f"{note.name} cites {ref}, which the repository does not ship: cite the chapter instead")
+
+
+# --- 9. pipeline schedules vs the bubble formula and the schedules' rules ---------------------------
+def test_pipeline_timelines():
+    mod = FIG["pipeline_schedules"]
+    d = fig_data("pipeline_schedules")
+    p, m = d["p"], d["m"]
+    for name, run in d["runs"].items():
+        assert run["makespan"] == (m + p - 1) * (mod.T_F + mod.T_B), name
+        assert run["bubble"] == pytest.approx((p - 1) / (m + p - 1), abs=1e-12), name
+        end = {(s, k, i): t + dur for s, acts in enumerate(run["actions"]) for k, i, t, dur in acts}
+        for s, acts in enumerate(run["actions"]):
+            for k, i, t, _ in acts:  # a forward after the previous stage's, a backward after the next one's
+                dep = (s - 1, "F", i) if k == "F" else (s + 1, "B", i) if s < p - 1 else (s, "F", i)
+                assert dep not in end or t >= end[dep] - 1e-12, (name, s, k, i)
+            held = max(h for _, h in run["in_flight"][s])
+            assert held == (m if name.startswith("AFAB") else min(p - s, m)), (name, s, held)
+
+
+# --- 10. tensor parallelism vs one unsplit process -----------------------------------------------
+def test_tp_fg_equals_one_process_and_logs_one_all_reduce_each_way():
+    mod = FIG["tp_fg"]
+    d = fig_data("tp_fg")
+    w = d["weights"]
+    x = w["x"].clone().requires_grad_()
+    y = torch.nn.functional.silu(x @ w["w1"].T) @ w["w2"].T
+    y.backward(w["dy"])
+    for r in d["ranks"]:
+        torch.testing.assert_close(r["y"], y.detach(), rtol=0, atol=1e-12)
+        torch.testing.assert_close(r["dx"], x.grad, rtol=0, atol=1e-12)
+    want = sorted((phase, r, "all_reduce", (mod.TOKENS, mod.HIDDEN)) for phase in ("forward", "backward")
+                  for r in range(mod.WORLD))
+    assert d["calls"] == want
+
+
+# --- 11. ring all-reduce vs the sum and Patarasuk & Yuan's schedule --------------------------------
+def test_ring_steps_against_the_sum_and_the_block_schedule():
+    mod = FIG["ring_steps"]
+    d = fig_data("ring_steps")
+    n = d["world"]
+    total = sum(mod._input(r) for r in range(n))
+    for r in range(n):
+        assert d["results"][r] == total.tolist()
+    assert len(d["steps"]) == 2 * (n - 1)
+    for k, row in enumerate(d["steps"]):
+        for r, block, contributors, peer in row:
+            assert peer == (r + 1) % n
+            assert block == ((r - k - 1) % n if k < n - 1 else (r - (k - n + 1)) % n), (k, r)
+            assert len(contributors) == (k + 1 if k < n - 1 else n), (k, r)
+    assert (d["states"][-1] == n).all()
+
+
+# --- 12. alpha-beta curves vs the closed forms ----------------------------------------------------
+def test_alpha_beta_against_closed_forms():
+    d = fig_data("alpha_beta")
+    a, b = d["alpha_s"], 1 / d["bytes_per_s"]
+    for n, w in d["worlds"].items():
+        k = int(math.log2(n))  # powers of two: log2 n steps of recursive doubling
+        for s, ring, rd in zip(d["sizes"], w["ring"], w["doubling"]):
+            assert ring == pytest.approx(2 * (n - 1) * (a + s / n * b), rel=1e-12)
+            assert rd == pytest.approx(k * (a + s * b), rel=1e-12)
+        s_star = w["crossover"]
+        assert 2 * (n - 1) * (a + s_star / n * b) == pytest.approx(k * (a + s_star * b), rel=1e-9)
+    assert d["worlds"][4]["crossover"] == pytest.approx(8 * a / b, rel=1e-12)  # the note: 2.0 MB
+
+
+# --- 13. quantization vs the grid's definition -----------------------------------------------------
+def test_quant_outlier_against_the_grid():
+    mod = FIG["quant_outlier"]
+    d = fig_data("quant_outlier")
+    x, w = (t.numpy() for t in mod.tensors())
+    assert d["step"] == pytest.approx(np.abs(x).max() / 127, rel=1e-12)
+    s = np.sqrt(np.abs(x).max(0)) / np.sqrt(np.abs(w).max(0))  # alpha = 0.5
+    np.testing.assert_allclose(d["s"], s, rtol=1e-12)
+    assert d["step_smoothed"] == pytest.approx(np.abs(x / s).max() / 127, rel=1e-12)
+    err = d["channel_error"]["int8 per tensor"]
+    normal = [c for c in range(mod.K) if c != mod.OUTLIER_CHANNEL]
+    assert min(err[c] for c in normal) > 5 * err[mod.OUTLIER_CHANNEL]  # the caption's claim
+    out = d["output_error"]
+    assert out["SmoothQuant, then int8 per tensor"] < out["int8 per tensor"] / 2
+
+
+# --- 14. speculative rounds vs the definitions -----------------------------------------------------
+def test_spec_rounds_against_the_definitions():
+    mod = FIG["spec_rounds"]
+    d = fig_data("spec_rounds")
+    p, q = (np.array(t.tolist()) for t in mod.pair())
+    a = float(np.minimum(p, q).sum())
+    assert d["alpha"] == pytest.approx(a, abs=1e-6)
+    for g, pred in d["predicted"].items():
+        assert pred == pytest.approx((1 - a ** (g + 1)) / (1 - a), rel=1e-6)
+        # 400 rounds: standard error of the mean below 0.08 for g <= 6; 0.2 is > 2.5 of them
+        assert abs(d["tokens_per_call"][g] - pred) < 0.2, g
+    assert 0.5 * np.abs(np.array(d["first_token_freq"]) - p).sum() < 0.08  # total variation to p
+    for r in d["shown"]:
+        assert r["tokens"][: r["accepted"]] == r["drafts"][: r["accepted"]]
+        assert len(r["tokens"]) == r["accepted"] + 1
+
+
+# --- 15. traces vs intervals merged here and the raw JSON ------------------------------------------
+def _union(intervals):
+    out = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def test_trace_gap_against_merged_intervals():
+    mod = FIG["trace_gap"]
+    d = fig_data("trace_gap")
+    merged = _union([(k, k + dur) for _, _, k, dur in mod.LAUNCHES])
+    holes = [(a[1], b[0]) for a, b in itertools.pairwise(merged)]
+    assert d["gaps"] == holes
+    assert d["largest"] == max(holes, key=lambda h: h[1] - h[0])
+    assert d["cause"][0] == "Scheduler.schedule"  # the only host range covering most of the gap
+    assert d["breakdown"]["busy"] == sum(e - s for s, e in merged)
+
+
+def test_trace_breakdown_against_the_raw_json():
+    import gzip
+
+    mod = FIG["trace_breakdown"]
+    d = fig_data("trace_breakdown")
+    for label, name in mod.TRACES.items():
+        with gzip.open(mod.PROFILES / f"{name}.json.gz", "rt") as f:
+            gpu = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"
+                   and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+        merged = _union([(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in gpu])
+        assert d[label]["span"] == pytest.approx(merged[-1][1] - merged[0][0], rel=1e-9)
+        assert d[label]["busy"] == pytest.approx(sum(e - s for s, e in merged), rel=1e-9)
+        assert d[label]["kernels"] == len(gpu)
+        assert sum(d[label]["shares"].values()) == pytest.approx(1.0, abs=1e-9)
+
+
+# --- 16. architectures vs the configs and the stage notes' numbers --------------------------------
+def test_arch_knobs_against_the_configs():
+    mod = FIG["arch_knobs"]
+    d = fig_data("arch_knobs")
+    for name, stem in mod.CONFIGS.items():
+        cfg = json.loads((mod.CONFIG_DIR / f"{stem}.json").read_text())
+        if "kv_lora_rank" in cfg:
+            per_layer = cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]
+        else:
+            head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+            per_layer = 2 * cfg.get("num_key_value_heads", cfg["num_attention_heads"]) * head_dim
+        assert d[name]["kv_bytes"] == cfg["num_hidden_layers"] * per_layer * 2, name
+    assert d["LLaMA-3-8B"]["params"] == 8_030_261_248  # course/stages/12-architectures.md
+    assert (d["Mixtral 8x7B"]["params"], d["Mixtral 8x7B"]["active"]) == (46_702_792_704, 12_879_925_248)
+    assert d["DeepSeek-V3"]["kv_bytes"] == 70_272 and d["DeepSeek-V3"]["attention"] == "MLA"
+
+
+def test_mla_absorption_against_the_notes_numbers():
+    d = fig_data("mla_absorption")
+    i = d["contexts"].index(32768)
+    assert d["naive"][i] == pytest.approx(6.7e13, rel=0.01)  # course/stages/12-architectures.md
+    assert d["absorbed"][i] == pytest.approx(6.3e11, rel=0.01)
+    assert d["key_bytes"] == 576 * 2
+    assert d["per_key"]["absorbed"] == 128 * 2 * (576 + 512)  # course/stages/00-hardware.md: 278,528
+    assert d["intensity"]["Llama-3-8B GQA (g = 4)"] == 4.0
+
+
+# --- 17. backfill vs the schedules worked out by hand ----------------------------------------------
+def test_backfill_matches_the_hand_worked_trace_a():
+    d = fig_data("backfill")
+
+    def spans(run):
+        return {job: (start, end) for job, start, end, _ in run["segments"]}
+
+    assert spans(d["strict FIFO"]) == {0: (0, 10), 1: (10, 15), 2: (15, 23), 3: (15, 21)}
+    assert spans(d["EASY backfill"]) == {0: (0, 10), 1: (10, 15), 2: (2, 10), 3: (3, 9)}
+    assert d["reservation"] == 10
+    assert (d["strict FIFO"]["mean_wait"], d["EASY backfill"]["mean_wait"]) == (8.5, 2.25)
+
+
+# --- 18. the engine's steps vs the scheduler's contract ---------------------------------------------
+def test_engine_loop_steps():
+    mod = FIG["engine_loop"]
+    d = fig_data("engine_loop")
+    block = mod.CONFIG["block_size"]
+    fed: dict[int, list[tuple[int, int]]] = {}
+    for step in d["steps"]:
+        entries = step["entries"]
+        assert sum(n for _, _, n, _, _ in entries) <= mod.CONFIG["max_num_batched_tokens"]
+        kinds = [prefill for _, prefill, _, _, _ in entries]
+        assert kinds == sorted(kinds), "decodes come first in a decode-first step"
+        for seq, _, n, start, slots in entries:
+            assert len(slots) == n
+            fed.setdefault(seq, []).extend(zip(range(start, start + n), slots))
+    for seq, pairs in fed.items():
+        positions = [pos for pos, _ in pairs]
+        assert positions == list(range(mod.PROMPT_LENS[seq] + mod.MAX_TOKENS - 1)), seq
+        assert all(slot % block == pos % block for pos, slot in pairs), seq
+        assert len({slot for _, slot in pairs}) == len(pairs), seq
+    assert all(len(t) == mod.MAX_TOKENS for t in d["outputs"].values())
+
+
+# --- 19. MIG packing vs the profiles' start rules ----------------------------------------------------
+def test_mig_packing_layouts_are_valid_and_first_fit_loses_one():
+    mod = FIG["mig_packing"]
+    d = fig_data("mig_packing")
+    starts = {"1g.18gb": range(7), "1g.35gb": (0, 2, 4, 6), "2g.35gb": (0, 2, 4), "4g.71gb": (0,)}  # the note's table
+    for name in ("first fit", "optimal (pack_mig)"):
+        run = d[name]
+        assert sorted([i for i, _, _ in run["placements"]] + run["unplaced"]) == list(range(len(mod.REQUESTS)))
+        for gpu in range(mod.GPUS):
+            used = set()
+            for i, g, start in run["placements"]:
+                if g == gpu:
+                    profile = mod.REQUESTS[i]
+                    assert start in starts[profile], (name, profile, start)
+                    cells = set(range(start, start + d["sizes"][profile]))
+                    assert not cells & used and max(cells) < 8, (name, gpu)
+                    used |= cells
+    assert d["optimal (pack_mig)"]["unplaced"] == [] and d["first fit"]["unplaced"] == [3]
+
+
+# --- 20. split-KV merge vs one softmax -------------------------------------------------------------
+def test_split_kv_merge_equals_softmax_attention():
+    mod = FIG["split_kv"]
+    d = fig_data("split_kv")
+    full = torch.softmax(d["k"] @ d["q"] / mod.HEAD_DIM**0.5, 0) @ d["v"]
+    np.testing.assert_allclose(d["merged"], full.numpy(), rtol=0, atol=1e-12)
+    assert d["splits"] == math.ceil(len(d["table"]) * mod.BLOCK_SIZE / mod.SPLIT_TOKENS)
+    assert sum(d["weights"]) == pytest.approx(1.0, abs=1e-12)
+    assert len(set(d["table"])) == len(d["table"]) == math.ceil(mod.CONTEXT / mod.BLOCK_SIZE)
