@@ -40,7 +40,7 @@ from autograder.judge.feedback import (
     parameter_id,
 )
 from autograder.judge.perf import Perf
-from autograder.judge.ranks import RankGroup, become_subreaper
+from autograder.judge.ranks import Guards, RankGroup, become_subreaper
 from autograder.protocol.messages import HeldForReview, RecordKind, Status
 from autograder.protocol.rules import AccountingRules, Ledger, verdict
 from autograder.protocol.run import OPT_KEY_FD, OPT_RUN, RunDescription
@@ -179,12 +179,10 @@ def ranks(request: pytest.FixtureRequest) -> Any:
     if not backend:
         raise pytest.UsageError(f"{request.node.nodeid}: the ranks fixture needs @pytest.mark.world_size(n)")
     recorder = request.config.pluginmanager.get_plugin("autograder-recorder")
-    forbidden, rules = (recorder._forbidden, recorder._rules) if recorder else ([], AccountingRules())
-    required = recorder._required(request.node) if recorder else ()
+    guards = recorder.guards_of(request.node) if recorder else Guards(request.node.nodeid)
     timeout = float(request.config.getoption("timeout", None) or 120.0)
     main = client()
-    group = RankGroup(package=main.package, world=world, backend=backend, timeout_s=timeout,
-                      guards=(request.node.nodeid, forbidden, rules, tuple(required)),
+    group = RankGroup(package=main.package, world=world, backend=backend, timeout_s=timeout, guards=guards,
                       spare_pid=main.proc.pid if main.proc is not None else None)
     group.start()
     try:
@@ -307,6 +305,10 @@ class _Recorder:
             reason = f"not graded here: needs {world} GPUs (this machine has {gpus})"
             self._state(item.nodeid).not_graded = reason
             pytest.skip(reason)
+
+    def guards_of(self, item: pytest.Item) -> Guards:
+        """What every worker of `item` enforces (the ranks of a multi-rank test too)."""
+        return Guards(item.nodeid, tuple(self._forbidden), self._rules, self._required(item))
 
     def _required(self, item: pytest.Item) -> tuple[str, ...]:
         mark = item.get_closest_marker("kernels")

@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +110,22 @@ def kill_strays(keep: set[int], rounds: int = 50) -> list[int]:
     return killed
 
 
+@dataclass(frozen=True)
+class Guards:
+    """What each rank's worker enforces for one test, as the test's own worker does: the forbidden
+    APIs, the op and kernel accounting rules, and the kernels the test requires."""
+
+    nodeid: str
+    forbidden: tuple[str, ...] = ()
+    rules: AccountingRules = field(default_factory=AccountingRules)
+    required: tuple[str, ...] = ()
+
+
 class RankGroup:
     """`world` workers joined in one process group; `run` calls a test function on all of them."""
 
     def __init__(self, *, package: str, world: int, backend: str, timeout_s: float,
-                 guards: tuple[str, list[str], AccountingRules, tuple[str, ...]], spare_pid: int | None = None) -> None:
+                 guards: Guards, spare_pid: int | None = None) -> None:
         if world < 1:
             raise ValueError(f"world_size must be >= 1, got {world}")
         if backend not in ("gloo", "nccl"):
@@ -125,7 +137,8 @@ class RankGroup:
         # One deadline for the whole test (start and every run together), from the group's creation
         # in the test's setup: a rank slow to start leaves less time to the runs, never more.
         self.deadline = time.monotonic() + timeout_s - KILL_MARGIN_S
-        self.nodeid, self.forbidden, self.rules, self.required = guards
+        self.nodeid, self.forbidden, self.rules, self.required = (guards.nodeid, list(guards.forbidden), guards.rules,
+                                                                   guards.required)
         self.folder = group_folder()
         # The collective timeout fires before the judge's deadline, so a rank stuck in a collective
         # usually raises its own error (which names the collective) before it has to be killed.
