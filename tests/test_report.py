@@ -34,7 +34,7 @@ def test_results_file_is_written_even_when_grading_crashed(tmp_path):
 def test_summary_claims_all_passed_only_when_everything_ran():
     assert "all tests passed" in report.summary_line(_result(["passed", "passed"]))
     partial = report.summary_line(_result(["passed", "not_graded"]))
-    assert "all tests passed" not in partial and "1 not graded here" in partial
+    assert "all tests passed" not in partial and "1 test not graded here" in partial
     public_only = report.summary_line(_result(["passed"], hidden_available=False))
     assert "all tests passed" not in public_only and "hidden tests not run" in public_only
 
@@ -160,3 +160,27 @@ def test_a_long_reason_is_cut_at_a_word_not_mid_word():
     detail = report._detail(r.tests[0])
     assert len(detail) <= report.DETAIL_CHARS and detail.endswith(" ...")
     assert all(w.startswith("word") and len(w) == 7 for w in detail.removesuffix(" ...").split()[1:]), detail
+
+
+def test_a_long_test_id_reads_whole_on_one_line_in_the_table_and_in_the_list():
+    """A test id is what `-k` takes: it never wraps inside the table; where it cannot fit beside a
+    reason, the list layout prints it on a line of its own."""
+    from rich.console import Console
+
+    r = _result(["failed"])
+    name = "test_one_byte_short_of_the_weights_is_refused_and_exactly_the_weights_hold_no_token"
+    r.tests[0].test.nodeid = f"tests/test_a.py::{name}"
+    r.tests[0].reason = "AssertionError: " + "a long reason " * 20
+    for width in (200, 100):
+        console = Console(width=width, record=True)
+        report.print_result(r, console)
+        assert any(name in line for line in console.export_text().splitlines()), (width, console.export_text())
+
+
+def test_verbose_names_every_test_failing_the_same_way():
+    r = _result(["failed", "failed", "failed"])
+    for t in r.tests:
+        t.reason = "NotImplementedError: s00.1: add"
+    assert "2 more failing the same way (V=1 names them)" in _printed(r)
+    verbose = _printed_verbose(r)
+    assert "more failing" not in verbose and all(f"  t{i} " in verbose for i in range(3)), verbose

@@ -58,8 +58,8 @@ def grading_section(spec: AssignmentSpec, tests: list[ExpectedTest]) -> str:
     if spec.written:
         lines += ["", "### Written answers", "",
                   ("Write each answer in its file below the question. An instructor grades it against a rubric; "
-                   "until then its points are *pending* and in no total the grader prints. An answer left "
-                   "empty earns 0 at once."), "",
+                   "until then its points are *pending*: in the denominator of the total the grader prints, not yet "
+                   "earned. An answer left empty earns 0 at once."), "",
                   "| file | points | question |", "|---|---|---|"]
         lines += [f"| `{w.answer}` | {w.points:g} | {w.question} |" for w in spec.written]
     if spec.tolerances:

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from autograder.host import atomic
 from autograder.host.attachments import as_json, listing, output_lines
@@ -31,25 +32,36 @@ def _fmt(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _tests_here(result: AssignmentResult) -> list[TestResult]:
+    """The tests this machine grades or holds: a written answer counts whether filled in or not."""
+    return [t for t in result.tests if t.status != NOT_GRADED]
+
+
 def summary_line(result: AssignmentResult) -> str:
-    """One honest sentence on the outcome of an assignment."""
-    graded = [t for t in result.tests if t.graded]
-    passed = sum(t.status == PASSED for t in graded)
-    line = f"{result.id}: {_fmt(result.score)}/{_fmt(result.possible)} points, {passed}/{len(graded)} graded tests passed"
+    """One honest sentence on the outcome of an assignment. Its denominators (points, tests) stay
+    the same whether a written answer is filled in (pending) or not (failed), or a test is held."""
+    here = _tests_here(result)
+    passed = sum(t.status == PASSED for t in here)
+    line = f"{result.id}: {_fmt(result.score)}/{_fmt(result.possible)} points, {passed}/{len(here)} tests passed"
     gaps = []
     if result.not_graded:
-        gaps.append(f"{len(result.not_graded)} not graded here (needs other hardware)")
+        gaps.append(f"{_count(len(result.not_graded), 'test')} not graded here (needs other hardware)")
     if not result.hidden_available:
         gaps.append("hidden tests not run (student release)")
     if result.pending:
         points = sum(t.test.points for t in result.pending)
-        gaps.append(f"{_fmt(points)} points of {len(result.pending)} written answers pending an instructor's grading")
+        gaps.append(f"{_count(len(result.pending), 'written answer')} ({_fmt(points)} points) pending an "
+                    "instructor's grading")
     if result.held:
         points = sum(t.test.points for t in result.held)
-        gaps.append(f"{_fmt(points)} points of {len(result.held)} tests {HELD_NOTE}")
+        gaps.append(f"{_count(len(result.held), 'test')} ({_fmt(points)} points) {HELD_NOTE}")
     if gaps:
         line += "; " + "; ".join(gaps)
-    elif graded and passed == len(graded):
+    elif here and passed == len(here):
         line += "; all tests passed, hidden ones included"
     return line
 
@@ -83,19 +95,21 @@ def _file_rows(tests: list[TestResult], verbose: bool) -> list[tuple[str, ...]]:
         return [(escape(f"{file} ({len(tests)} tests)"), suite, "[green]passed[/]", points,
                  f"{sum(t.duration_s for t in tests):.1f}s", "")]
     rows = [(f"[bold]{escape(file)}[/]", suite, "", "", "", "")]
-    rows += _failing_rows([t for t in tests if t not in quiet], suite)
+    rows += _failing_rows([t for t in tests if t not in quiet], suite, fold=not verbose)
     if quiet:
         rows.append((f"  … {len(quiet)} more passed (V=1 names them)", suite, "[green]passed[/]",
                      f"{_fmt(sum(t.score for t in quiet))}/{_fmt(sum(t.test.points for t in quiet))}", "", ""))
     return rows
 
 
-def _failing_rows(tests: list[TestResult], suite: str) -> list[tuple[str, ...]]:
-    """One row per test, except that tests failing for the same reason (an unfilled stub's
-    NotImplementedError with its task id, typically) fold into their first row and a count."""
+def _failing_rows(tests: list[TestResult], suite: str, fold: bool = True) -> list[tuple[str, ...]]:
+    """One row per test, except that (unless `fold` is off: V=1) tests failing for the same reason
+    (an unfilled stub's NotImplementedError with its task id, typically) fold into their first row
+    and a count."""
     by_reason: dict[str, list[TestResult]] = {}
     for t in tests:
-        key = f"{t.status}\0{_detail(t)}" if t.status in (FAILED, ERROR, HELD) and _detail(t) else f"\0{t.test.nodeid}"
+        same = fold and t.status in (FAILED, ERROR, HELD) and _detail(t)
+        key = f"{t.status}\0{_detail(t)}" if same else f"\0{t.test.nodeid}"
         by_reason.setdefault(key, []).append(t)
     rows = []
     for group in by_reason.values():
@@ -104,13 +118,24 @@ def _failing_rows(tests: list[TestResult], suite: str) -> list[tuple[str, ...]]:
             earned = _fmt(sum(t.score for t in group[1:])) if group[0].graded else "–"  # a held test earns nothing yet
             points = f"{earned}/{_fmt(sum(t.test.points for t in group[1:]))}"
             how = "held" if group[0].status == HELD else "failing"
-            rows.append((f"  … {len(group) - 1} more {how} the same way", suite,
+            rows.append((f"  … {len(group) - 1} more {how} the same way (V=1 names them)", suite,
                          f"[{STYLE.get(group[0].status, 'white')}]{group[0].status}[/]",
                          points, f"{sum(t.duration_s for t in group[1:]):.1f}s", ""))
     return rows
 
 
 TABLE_MIN_WIDTH = 120  # narrower, six columns fold test ids and reasons into 15-character slivers
+# Besides the test column: suite, status, points and time (~35 columns with borders) and a reason
+# column at least this wide; a test id never wraps inside the table (it is what `-k` takes).
+OTHER_COLUMNS, MIN_REASON = 35, 40
+
+
+def _label_width(rows: list[tuple[str, ...]]) -> int:
+    return max((Text.from_markup(row[0]).cell_len for row in rows), default=0)
+
+
+def _fits_table(rows: list[tuple[str, ...]], width: int) -> bool:
+    return width >= max(TABLE_MIN_WIDTH, _label_width(rows) + OTHER_COLUMNS + MIN_REASON)
 
 
 def _rows(result: AssignmentResult, verbose: bool) -> list[tuple[str, ...]]:
@@ -124,10 +149,10 @@ def _rows(result: AssignmentResult, verbose: bool) -> list[tuple[str, ...]]:
 
 def _print_table(title: str, rows: list[tuple[str, ...]], console: Console) -> None:
     table = Table(title=title)
-    table.add_column("test", ratio=3, overflow="fold")
+    table.add_column("test", no_wrap=True, min_width=_label_width(rows))
     for column in ("suite", "status", "points", "time"):
         table.add_column(column, no_wrap=True)
-    table.add_column("perf / reason", ratio=2, overflow="fold")
+    table.add_column("perf / reason", overflow="fold", min_width=MIN_REASON)
     for row in rows:
         table.add_row(*row)
     console.print(table)
@@ -142,7 +167,12 @@ def _print_list(title: str, rows: list[tuple[str, ...]], console: Console) -> No
             console.print(f"{suite} {label}")
             continue
         indent = "  " if label.startswith("  ") else ""
-        console.print(f"{indent}{status} {points} {time}  {label.strip()}", overflow="fold")
+        head = f"{indent}{status} {points} {time}"
+        if Text.from_markup(f"{head}  {label.strip()}").cell_len <= console.width:
+            console.print(f"{head}  {label.strip()}")
+        else:  # the id on a line of its own, so that it wraps only where it is wider than the terminal
+            console.print(head)
+            console.print(f"{indent}{label.strip()}", overflow="fold")
         if detail:
             console.print(Padding(detail, (0, 0, 0, len(indent) + 4)), overflow="fold")
 
@@ -154,12 +184,13 @@ def _graded_what(result: AssignmentResult) -> str:
 
 
 def print_result(result: AssignmentResult, console: Console | None = None, verbose: bool = False) -> None:
-    """The table of one assignment (a list below TABLE_MIN_WIDTH columns): passing files folded to
-    one row unless `verbose`."""
+    """The table of one assignment (a list where the terminal is too narrow for whole test ids and a
+    reason beside them): passing files folded to one row unless `verbose`."""
     console = console or Console()
     title = escape(f"{result.id} — {result.title}  [{result.hardware}, sandbox {result.sandbox}, {_graded_what(result)}]")
-    printer = _print_table if console.width >= TABLE_MIN_WIDTH else _print_list
-    printer(title, _rows(result, verbose), console)
+    rows = _rows(result, verbose)
+    printer = _print_table if _fits_table(rows, console.width) else _print_list
+    printer(title, rows, console)
     if verbose:
         for t in result.tests:
             if t.status not in (PASSED, NOT_GRADED) and not t.test.hidden and (t.output or t.reason):
@@ -272,9 +303,9 @@ def markdown(results: list[AssignmentResult], base: Path | None = None) -> str:
     (linked relative to `base`, the summary's folder)."""
     lines = ["| assignment | score | passed | not graded here | pending (written) | time |", "|---|---|---|---|---|---|"]
     for r in results:
-        graded = [t for t in r.tests if t.graded]
+        here = _tests_here(r)
         pending = sum(t.test.points for t in r.pending)
-        lines.append(f"| {r.id} | {_fmt(r.score)}/{_fmt(r.possible)} | {sum(t.status == PASSED for t in graded)}/{len(graded)} "
+        lines.append(f"| {r.id} | {_fmt(r.score)}/{_fmt(r.possible)} | {sum(t.status == PASSED for t in here)}/{len(here)} "
                      f"| {len(r.not_graded)} | {_fmt(pending)} points | {r.wall_s:.0f} s |")
     lines.append("")
     lines += [f"- {summary_line(r)}" for r in results]
