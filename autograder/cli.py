@@ -14,9 +14,9 @@ from autograder.authoring import invariants, stubs
 from autograder.classroom.commands import COMMANDS as CLASSROOM_COMMANDS
 from autograder.errors import GraderError
 from autograder.host import atomic, attachments, report
-from autograder.host.grade import grade_assignment, test_files
+from autograder.host.grade import test_files
 from autograder.host.repo import Course, find_root
-from autograder.host.results import AssignmentResult
+from autograder.host.submission import Grading, grade_submission, locate_package, write_reports
 from autograder.notebooks.commands import notebooks as NOTEBOOK_COMMANDS
 from autograder.options import sandbox_option
 
@@ -63,18 +63,16 @@ def grade(course: Course, ids: tuple[str, ...], solution: bool, submission: str 
           hardware: str | None, jobs: int | None, json_path: str | None, junit: str | None,
           markdown: str | None, strict: bool, verbose: bool) -> None:
     """Grade assignments (all present when no id is given)."""
-    results: list[AssignmentResult] = []
-    meta: dict[str, dict] = {}
+    gradings: list[Grading] = []
     error = None
     try:
         targets = list(ids) or course.ids()
         if submission and len(targets) != 1:
             raise GraderError("--submission grades one assignment: name its id")
         for aid in targets:
-            submission = _package_root(course, aid, submission)
-            _grade_one(course, aid, solution, submission, sandbox, hardware, jobs, verbose, results,
-                       figures=attachments.figures_dir(json_path, markdown, junit))
-            meta[aid] = _meta(course, aid, solution, submission, results[-1].hardware)
+            folder = _package_root(course, aid, submission)
+            gradings.append(_grade_one(course, aid, solution, folder, sandbox, hardware, jobs, verbose,
+                                       figures=attachments.figures_dir(json_path, markdown, junit)))
     except GraderError as e:  # a refusal the grader can explain: its results file says why (a failed grading)
         error = str(e) or type(e).__name__
         raise
@@ -84,8 +82,8 @@ def grade(course: Course, ids: tuple[str, ...], solution: bool, submission: str 
         json_path = junit = markdown = None
         raise
     finally:
-        report.write_files(results, error=error, meta={"assignments": meta} if meta else None, json_path=json_path,
-                           junit_path=junit, markdown_path=markdown)
+        write_reports(gradings, error=error, json_path=json_path, junit_path=junit, markdown_path=markdown)
+    results = [g.result for g in gradings]
     if len(results) > 1:
         console.rule("summary")
         for r in results:
@@ -94,34 +92,21 @@ def grade(course: Course, ids: tuple[str, ...], solution: bool, submission: str 
         sys.exit(1)
 
 
-def _package_root(course: Course, aid: str, submission: str | None) -> str | None:
+def _package_root(course: Course, aid: str, submission: str | None) -> Path | None:
     """The folder of the submission that holds the package, found at any depth (`dave/s05/kvcache/`)."""
-    from autograder.classroom.discover import package_root
-
     if submission is None or not Path(submission).is_dir():
-        return submission  # grading says what is wrong with it
-    try:
-        root = package_root(Path(submission), course.spec(aid).package)
-    except ValueError as e:
-        raise GraderError(str(e)) from None
+        return Path(submission) if submission else None  # grading says what is wrong with it
+    root = locate_package(course, aid, Path(submission))
     if root != Path(submission):
         console.print(f"note: grading {escape(str(root))}, the folder in {escape(submission)} holding the package")
-    return str(root)
+    return root
 
 
-def _meta(course: Course, aid: str, solution: bool, submission: str | None, hardware: str) -> dict:
-    from autograder.classroom.fingerprint import grading_meta
-
-    source = Path(submission) if submission else (course.solution_dir(aid) if solution else course.student_dir(aid))
-    return grading_meta(course, aid, source, hardware)
-
-
-def _grade_one(course: Course, aid: str, solution: bool, submission: str | None, sandbox: str,
-               hardware: str | None, jobs: int | None, verbose: bool, results: list[AssignmentResult], *,
-               figures: Path | None = None) -> None:
-    """Grade `aid` into `results` before printing it: a report that fails to print loses no points.
-    The figures its tests attached go under `figures` (beside the report files) first, so the table
-    and the reports can say where they are."""
+def _grade_one(course: Course, aid: str, solution: bool, submission: Path | None, sandbox: str,
+               hardware: str | None, jobs: int | None, verbose: bool, *, figures: Path | None = None) -> Grading:
+    """Grade `aid` before printing it: a report that fails to print loses no points. The figures
+    its tests attached go under `figures` (beside the report files) first, so the table and the
+    reports can say where they are."""
     columns = (TextColumn(f"grading {aid}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
@@ -130,14 +115,11 @@ def _grade_one(course: Course, aid: str, solution: bool, submission: str | None,
         def advance(label: str, done: int, total: int) -> None:  # test by test (autograder.host.progress)
             bar.update(task, completed=done, total=total, description=escape(label.split("::")[-1]))
 
-        result = grade_assignment(
-            course=course, assignment_id=aid, solution=solution,
-            submission=Path(submission) if submission else None, sandbox=sandbox, hardware=hardware,
-            jobs=jobs, progress=advance,
-        )
-    results.append(result)
-    attachments.save(result, figures)
-    report.print_result(result, console, verbose=verbose)
+        grading = grade_submission(course, aid, solution=solution, submission=submission, sandbox=sandbox,
+                                   hardware=hardware, jobs=jobs, progress=advance)
+    attachments.save(grading.result, figures)
+    report.print_result(grading.result, console, verbose=verbose)
+    return grading
 
 
 @cli.command("stubs")

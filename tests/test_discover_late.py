@@ -24,7 +24,7 @@ from autograder.classroom.discover import (
     locate,
     unpack,
 )
-from autograder.classroom.fingerprint import submission_hash
+from autograder.host.fingerprint import submission_hash
 from autograder.classroom.late import (
     LatePolicy,
     assess,

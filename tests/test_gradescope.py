@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from autograder.authoring.stubs import write_assignment
-from autograder.classroom.fingerprint import grader_version
+from autograder.host.fingerprint import grader_version
 
 ANSWER = "# median (3 points)\n> Why?\n\n<!-- BEGIN SOLUTION -->\nThe median ignores one outlier; the mean moves.\n" \
          "<!-- END SOLUTION -->\n"

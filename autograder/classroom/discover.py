@@ -10,7 +10,6 @@ path, no `..`, no link), within size limits.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import stat
@@ -20,8 +19,9 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from autograder.host.submission import find_roots
+
 ARCHIVE_SUFFIXES = (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".tbz2", ".txz", ".tar", ".zip")
-SKIPPED_DIRS = frozenset({"__MACOSX", "__pycache__", "node_modules"})  # besides hidden ones (.git, .venv)
 MAX_UNPACKED_BYTES = 512 * 1024 * 1024  # a course package is kilobytes; more is a mistake or a bomb
 MAX_MEMBERS = 20_000
 
@@ -92,31 +92,6 @@ def list_entries(folder: Path) -> tuple[list[Entry], list[Located], list[str]]:
             names = ", ".join(p.name for p in paths)
             doubles.append(Located(Entry(student, paths[0]), None, AMBIGUOUS, f"two submissions for {student}: {names}"))
     return entries, doubles, ignored
-
-
-def find_roots(folder: Path, package: str) -> list[Path]:
-    """Every folder under `folder` (itself included) that holds `package/__init__.py`; no link is
-    followed, hidden and tool folders are skipped, and nothing inside a found package is searched."""
-    roots = []
-    for dirpath, dirnames, _files in os.walk(folder):
-        here = Path(dirpath)
-        if package in dirnames and not (here / package).is_symlink() and (here / package / "__init__.py").is_file():
-            roots.append(here)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIPPED_DIRS
-                             and d != package and not (here / d).is_symlink())
-    return sorted(roots)
-
-
-def package_root(folder: Path, package: str) -> Path:
-    """The one folder under `folder` holding the package (`folder` itself when it holds it or when
-    none does); ValueError when two do."""
-    if (folder / package).is_dir():
-        return folder
-    roots = find_roots(folder, package)
-    if len(roots) > 1:
-        found = ", ".join(str(r.relative_to(folder) / package) for r in roots[:5])
-        raise ValueError(f"{folder}: {len(roots)} packages {package}/ in it ({found}): keep one")
-    return roots[0] if roots else folder
 
 
 def _member_path(name: str) -> PurePosixPath:

@@ -22,14 +22,14 @@ from pathlib import Path
 
 from autograder.classroom.discover import Located, list_entries, locate, safe_name
 from autograder.classroom.engines import ENGINES, Engine, make_engine
-from autograder.classroom.fingerprint import grader_version, submission_hash, tree_hash
 from autograder.classroom.gradebook import GRADED, Gradebook, GradeKey, GradeRecord, Late, Outcome
 from autograder.classroom.late import LatePolicy, assess, due_date, git_commit_time, load_policy, read_times
-from autograder.host import atomic, report
 from autograder.errors import GraderError
-from autograder.host.grade import grade_assignment
+from autograder.host import atomic
+from autograder.host.fingerprint import grader_version, submission_hash, tree_hash
 from autograder.host.repo import Course
 from autograder.host.spec import AssignmentSpec
+from autograder.host.submission import grade_submission, write_results
 
 GRADEBOOK = "gradebook.sqlite"
 Say = Callable[[str], None]
@@ -94,12 +94,11 @@ class _Done:
 def _grade_in_worker(task: _Task) -> _Done:
     """Grade one submission and write its results file (atomically); runs in a worker process."""
     course = Course(task.course_root)
-    result = grade_assignment(course=course, assignment_id=task.key.assignment, submission=task.root,
-                              sandbox=task.sandbox, hardware=task.hardware, jobs=1)
-    meta = {"student": task.key.student, "assignments": {task.key.assignment: {
-        "submission_hash": task.key.submission_hash, "grader_version": task.key.grader_version,
-        "hardware": result.hardware}}}
-    report.write_json(task.results_path, [result], meta=meta)
+    grading = grade_submission(course, task.key.assignment, submission=task.root, sandbox=task.sandbox,
+                               hardware=task.hardware, jobs=1, student=task.key.student,
+                               identity=(task.key.submission_hash, task.key.grader_version))
+    write_results(task.results_path, [grading])
+    result = grading.result
     outcomes = [Outcome.of(t) for t in result.tests]
     return _Done(round(result.score, 4), round(result.max_score, 4), result.hardware, outcomes)
 

@@ -27,13 +27,14 @@ import zipfile
 from pathlib import Path
 
 from autograder.classroom.discover import Entry, locate
-from autograder.classroom.fingerprint import grader_version, grading_meta, tree_hash
+from autograder.errors import GraderError
 from autograder.host import atomic, report
 from autograder.host.course_files import course_files
-from autograder.errors import GraderError
-from autograder.host.grade import GRADER_ROOT, grade_assignment
+from autograder.host.fingerprint import grader_version, tree_hash
+from autograder.host.grade import GRADER_ROOT
 from autograder.host.render import render_release
 from autograder.host.repo import Course
+from autograder.host.submission import grade_submission, write_results
 
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"  # Gradescope's workers have no GPU: the CPU build
 ENGINE = ("autograder", "coursedata")
@@ -177,10 +178,9 @@ def run_autograder(*, root: Path, assignment_id: str, sandbox: str = "auto") -> 
             data = _not_gradable(course, assignment_id, copy, found.problem, found.detail)
             atomic.write_text(results_path, json.dumps(data, indent=1))
             return data
-        result = grade_assignment(course=course, assignment_id=assignment_id, submission=found.root, sandbox=sandbox)
-        meta = {"assignments": {assignment_id: grading_meta(course, assignment_id, found.root, result.hardware)}}
-        report.write_json(results_path, [result], meta=meta, upload=True)
-        print(report.summary_line(result))
+        grading = grade_submission(course, assignment_id, submission=found.root, sandbox=sandbox)
+        write_results(results_path, [grading], upload=True)
+        print(report.summary_line(grading.result))
         return json.loads(results_path.read_text())
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -11,6 +11,7 @@ from rich.markup import escape
 from autograder.errors import GraderError
 from autograder.host import report
 from autograder.host.repo import Course
+from autograder.host.submission import write_results
 from autograder.options import sandbox_option
 
 console = Console()
@@ -70,8 +71,7 @@ def grade_cmd(course: Course, exercise_id: str, notebook: Path | None, solution:
     grading = grade_notebook(course=course, exercise_id=exercise_id, notebook=notebook, sandbox=sandbox,
                              hardware=hardware)
     if json_path is not None:
-        report.write_json(json_path, [grading.result], meta={"assignments": {exercise_id: {
-            "submission_hash": grading.submission_hash, "grader_version": grading.grader_version}}})
+        write_results(json_path, [grading])
     report.print_result(grading.result, console)
     if student is not None:
         folder = (out or course.root / "results" / "class").resolve()

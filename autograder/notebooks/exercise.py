@@ -15,8 +15,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.host.course_files import ignore
 from autograder.errors import GraderError
+from autograder.host.course_files import ignore
 from autograder.host.repo import Course
 from autograder.host.spec import AssignmentSpec, load_spec
 from autograder.notebooks.cells import Cell, read_cells

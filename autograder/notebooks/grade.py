@@ -9,29 +9,19 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.classroom.fingerprint import grader_version
 from autograder.errors import GraderError
+from autograder.host.fingerprint import grader_version
 from autograder.host.grade import Progress, grade_assignment
 from autograder.host.repo import Course
-from autograder.host.results import AssignmentResult
 from autograder.host.stage import cleanup
+from autograder.host.submission import Grading
 from autograder.notebooks.cells import Cell, read_cells
 from autograder.notebooks.exercise import load_exercise, stage_course
 from autograder.notebooks.extract import Extracted, extract
 
 SUBMISSION = "submission"  # the package folder made from the notebook, beside the staged course
-
-
-@dataclass(frozen=True)
-class NotebookGrading:
-    """A notebook's result, and what identifies the grading in a gradebook."""
-
-    result: AssignmentResult
-    submission_hash: str  # sha256 of the notebook file (of the source notebook for the reference)
-    grader_version: str
 
 
 def _submitted(notebook: Path) -> tuple[list[Cell], str]:
@@ -52,7 +42,7 @@ def _write_submission(folder: Path, package: str, extracted: Extracted) -> None:
 
 def grade_notebook(*, course: Course, exercise_id: str, notebook: Path | None, sandbox: str = "auto",
                    hardware: str | None = None, jobs: int = 1,
-                   progress: Progress | None = None) -> NotebookGrading:
+                   progress: Progress | None = None) -> Grading:
     """Grade `notebook` (None: the source notebook's own answers, the reference) for `exercise_id`.
 
     `jobs`: test files graded at once; one by default, as a notebook's few fast tests cost less in
@@ -74,4 +64,4 @@ def grade_notebook(*, course: Course, exercise_id: str, notebook: Path | None, s
     result.source = "solution" if notebook is None else str(notebook)
     result.notes[:0] = [n for n in (why, *extracted.notes) if n]
     digest = hashlib.sha256(path.read_bytes() if path.is_file() else b"").hexdigest()
-    return NotebookGrading(result, digest, version)
+    return Grading(result, digest, version)  # the hash: of the notebook file (the source notebook's for the reference)

@@ -5,18 +5,18 @@ records in the gradebook's manual_points table."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from autograder.classroom.discover import safe_name
 from autograder.classroom.export import export_class
 from autograder.classroom.gradebook import GRADED, Gradebook, GradeKey, GradeRecord, Outcome
-from autograder.host import report
-from autograder.notebooks.grade import NotebookGrading
+from autograder.host.submission import Grading, write_results
 
 GRADEBOOK = "gradebook.sqlite"  # the file grade-class keeps in its output folder
 
 
-def record_grading(*, grading: NotebookGrading, student: str, out: Path) -> Path:
+def record_grading(*, grading: Grading, student: str, out: Path) -> Path:
     """Record `grading` as `student`'s current submission in the gradebook of `out` (its results file
     where grade-class puts one, out/<id>/results/<student>.json; the class exports refreshed)."""
     result = grading.result
@@ -24,9 +24,7 @@ def record_grading(*, grading: NotebookGrading, student: str, out: Path) -> Path
     key = GradeKey(student, result.id, grading.submission_hash, grading.grader_version)
     results_path = out / result.id / "results" / f"{student}.json"
     results_path.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"student": student, "assignments": {result.id: {
-        "submission_hash": key.submission_hash, "grader_version": key.grader_version, "hardware": result.hardware}}}
-    report.write_json(results_path, [result], meta=meta)
+    write_results(results_path, [replace(grading, student=student)])
     outcomes = [Outcome.of(t) for t in result.tests]
     with Gradebook(out / GRADEBOOK) as book:
         book.record(GradeRecord(key, GRADED, round(result.score, 4), round(result.max_score, 4),

@@ -81,9 +81,3 @@ def grader_version(course: Course, assignment_id: str, *, grader_root: Path = GR
     items += [(f"assignment/{rel}", (master / rel).read_bytes()) for rel in course_files(master)
               if rel.parts[0] == HIDDEN]
     return f"{autograder.__version__}+{_digest(items + _engine_files(grader_root))[:12]}"
-
-
-def grading_meta(course: Course, assignment_id: str, source_dir: Path, hardware: str) -> dict:
-    """What identifies one assignment's grading, for the results file's extra_data."""
-    return {"submission_hash": submission_hash(source_dir, course.spec(assignment_id)),
-            "grader_version": grader_version(course, assignment_id), "hardware": hardware}
