@@ -30,31 +30,31 @@ def pack_int4(codes: Tensor) -> Tensor:
         raise ValueError(f"codes must be 2-D with rows a multiple of 8, got shape {tuple(codes.shape)}")
     if codes.numel() and (codes.min() < 0 or codes.max() > 15):
         raise ValueError("4-bit codes must lie in [0, 16)")
-    raise NotImplementedError("p3.10: pack_int4")
+    raise NotImplementedError("p3.13: pack_int4")
 
 
 def unpack_int4(packed: Tensor) -> Tensor:
     """Inverse of pack_int4: int32 (R/8, C) -> int32 codes (R, C)."""
-    raise NotImplementedError("p3.11: unpack_int4")
+    raise NotImplementedError("p3.14: unpack_int4")
 
 
 def pack_v1(result: QuantResult) -> dict[str, Tensor]:
     """A 4-bit QuantResult -> the v1 tensors {qweight, qzeros, scales (fp16), g_idx}.
 
     Raises ValueError for a zero outside [1, 16]: v1 stores zero - 1 in 4 bits."""
-    raise NotImplementedError("p3.12: pack_v1")
+    raise NotImplementedError("p3.15: pack_v1")
 
 
 def dequantize_v1(tensors: dict[str, Tensor]) -> Tensor:
     """The v1 tensors -> W (N, K) float32."""
-    raise NotImplementedError("p3.13: dequantize_v1")
+    raise NotImplementedError("p3.16: dequantize_v1")
 
 
 def quantization_config(config: QuantConfig) -> dict:
     """config.json's quantization_config for a 4-bit v1 checkpoint."""
     if config.bits != 4:
         raise ValueError(f"the checkpoint format here is 4-bit, got bits={config.bits}")
-    raise NotImplementedError("p3.14: quantization_config")
+    raise NotImplementedError("p3.17: quantization_config")
 
 
 def save_checkpoint(folder: str | Path, layers: dict[str, dict[str, Tensor]], config: QuantConfig,
@@ -64,7 +64,7 @@ def save_checkpoint(folder: str | Path, layers: dict[str, dict[str, Tensor]], co
     from safetensors.torch import save_file
 
     folder = Path(folder)
-    raise NotImplementedError("p3.15: save_checkpoint")
+    raise NotImplementedError("p3.18: save_checkpoint")
 
 
 def load_checkpoint(folder: str | Path) -> tuple[dict[str, dict[str, Tensor]], dict]:
@@ -74,4 +74,4 @@ def load_checkpoint(folder: str | Path) -> tuple[dict[str, dict[str, Tensor]], d
     from safetensors.torch import load_file
 
     folder = Path(folder)
-    raise NotImplementedError("p3.16: load_checkpoint")
+    raise NotImplementedError("p3.19: load_checkpoint")

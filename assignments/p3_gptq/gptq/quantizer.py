@@ -30,7 +30,7 @@ class QuantConfig:
     block_size: int = 128
 
     def __post_init__(self) -> None:
-        raise NotImplementedError("p3.17: QuantConfig.__post_init__")
+        raise NotImplementedError("p3.20: QuantConfig.__post_init__")
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,12 @@ def qparams(w: Tensor, bits: int, sym: bool) -> tuple[Tensor, Tensor]:
     """Scale and zero of each row of w (rows, cols) over its columns: two (rows,) tensors, the
     zero rounded (an integer value) in w's dtype. The range always includes 0; an all-zero row
     gets the range [-1, 1], as GPTQ's reference does, so its scale is never 0."""
-    raise NotImplementedError("p3.18: qparams")
+    raise NotImplementedError("p3.21: qparams")
 
 
 def quantize_codes(w: Tensor, scale: Tensor, zero: Tensor, bits: int) -> Tensor:
     """Codes clamp(round(w / scale) + zero, 0, 2^b - 1) in w's dtype (scale, zero broadcast)."""
-    raise NotImplementedError("p3.19: quantize_codes")
+    raise NotImplementedError("p3.22: quantize_codes")
 
 
 def group_count(k: int, config: QuantConfig) -> int:
@@ -69,4 +69,4 @@ def rtn(w: Tensor, config: QuantConfig) -> QuantResult:
     """Round-to-nearest: each group of w (N, K) quantized on its own grid, in w's dtype."""
     n, k = w.shape
     g = k if config.group_size == -1 else config.group_size
-    raise NotImplementedError("p3.20: rtn")
+    raise NotImplementedError("p3.23: rtn")

@@ -56,7 +56,7 @@ def _round_bf16(x):
 
 def _planes_asm(magic: int) -> str:
     """PTX for _planes: words $8, $9 -> 8 registers of two 16-bit floats (magic | nibble t of each)."""
-    raise NotImplementedError("p3.21: _planes_asm")
+    raise NotImplementedError("p3.24: _planes_asm")
 
 
 @triton.jit
@@ -64,19 +64,19 @@ def _planes(words, DT: tl.constexpr, MAGIC: tl.constexpr, PTX: tl.constexpr):
     """The 8 nibble planes of int32 words (R, C): plane t = MAGIC + ((words >> 4t) & 0xF) in DT, exact. On the
     GPU one PTX block (PTX = _planes_asm's) per two words makes their 16-bit pairs with 1-2 integer
     instructions each, no int -> float conversion (MAGIC + code is MAGIC's bits with the code in the low 4)."""
-    raise NotImplementedError("p3.22: _planes")
+    raise NotImplementedError("p3.25: _planes")
 
 
 @triton.jit
 def _split8(a, BLOCK_M: tl.constexpr, BKW: tl.constexpr):
     """A tile (BLOCK_M, 8 * BKW) -> its 8 column planes (BLOCK_M, BKW): plane t holds columns 8j + t."""
-    raise NotImplementedError("p3.23: _split8")
+    raise NotImplementedError("p3.26: _split8")
 
 
 @triton.jit
 def _join8(p0, p1, p2, p3, p4, p5, p6, p7, R: tl.constexpr, C: tl.constexpr):
     """8 planes (R, C) -> one tile (R, 8 * C) whose column 8j + t is plane t's column j (_split8 undone)."""
-    raise NotImplementedError("p3.24: _join8")
+    raise NotImplementedError("p3.27: _join8")
 
 
 @triton.jit
@@ -96,7 +96,7 @@ def _w4a16_kernel(
     PLANES: tl.constexpr = False,  # SCALE_AFTER_DOT and BLOCK_K >= 128: 8 dots of nibble planes, see below
     PTX: tl.constexpr = "",  # PLANES on the GPU: _planes_asm's text ("" under the interpreter)
 ):
-    raise NotImplementedError("p3.25: _w4a16_kernel")
+    raise NotImplementedError("p3.28: _w4a16_kernel")
 
 
 @triton.jit
@@ -118,7 +118,7 @@ def _w4a16_swapped_kernel(
     fma per weight, exact in fp32 before the single rounding to A's dtype): a dot whose fp32 result is
     rescaled must finish before the next starts, while dots accumulating into one tile overlap the next
     tile's unpack. Both together took M = 128 from 0.41x to about 0.8x of bf16 on an H200."""
-    raise NotImplementedError("p3.26: _w4a16_swapped_kernel")
+    raise NotImplementedError("p3.29: _w4a16_swapped_kernel")
 
 
 @triton.jit
@@ -128,7 +128,7 @@ def _splitk_reduce_kernel(
     EMULATE_BF16: tl.constexpr,  # interpreter only, see _round_bf16
 ):
     """Out = sum over s = 0, 1, ..., SPLIT_K-1 of WS[s] in that order (fp32), cast to Out's dtype."""
-    raise NotImplementedError("p3.27: _splitk_reduce_kernel")
+    raise NotImplementedError("p3.30: _splitk_reduce_kernel")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,12 +196,12 @@ def choose_split_k(m: int, n: int, k: int, block_m: int, block_n: int, block_k: 
     each split keeping at least 4 K tiles (for the software pipeline), and at most MAX_SPLIT_K. A split
     more than fits starts a second round that runs nearly empty (on an H200 at M = 128: 3 splits of
     96 tiles, 288 programs where 264 fit, ran 0.59x of bf16 where 2 splits ran 0.71x)."""
-    raise NotImplementedError("p3.28: choose_split_k")
+    raise NotImplementedError("p3.31: choose_split_k")
 
 
 def _check_inputs(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_idx: Tensor) -> None:
     """Shapes, dtypes, layouts and devices of w4a16_matmul's tensors; ValueError naming the problem."""
-    raise NotImplementedError("p3.29: _check_inputs")
+    raise NotImplementedError("p3.32: _check_inputs")
 
 
 def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_idx: Tensor, *,
@@ -236,9 +236,9 @@ def w4a16_matmul(a: Tensor, qweight: Tensor, qzeros: Tensor, scales: Tensor, g_i
     out = torch.empty((m, n), dtype=a.dtype, device=a.device)
     if m == 0:
         return out
-    raise NotImplementedError("p3.30: w4a16_matmul")
+    raise NotImplementedError("p3.33: w4a16_matmul")
 
 
 def _reduce_splits(c: Tensor, out: Tensor, split_k: int, emulate_bf16: bool) -> Tensor:
     """out = the sum of the workspace c (split_k, M, N) over its splits (c is out itself when split_k = 1)."""
-    raise NotImplementedError("p3.31: _reduce_splits")
+    raise NotImplementedError("p3.34: _reduce_splits")
