@@ -154,9 +154,24 @@ def run_sim(nodes: list[dict], jobs: list[dict], policy: str, quotas: dict | Non
                            for g in res.segments]
         out["summary"] = {"makespan": s.makespan, "utilisation": s.utilisation, "mean_wait": s.mean_wait,
                           "max_wait": s.max_wait, "preemptions": s.preemptions}
-    except Exception:  # noqa: BLE001  reported by the judge
-        out["error"] = traceback.format_exc(limit=-4)
+    except Exception as e:  # noqa: BLE001  reported by the judge
+        out["error"] = describe_error(e)
     return out
+
+
+def describe_error(e: Exception) -> str:
+    """'<type>: <message> (<file>:<line> in <function>)' on the first line (the line a report
+    shows), then the last four frames of the traceback."""
+    frame = traceback.extract_tb(e.__traceback__)[-1]
+    what = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+    return f"{what} ({Path(frame.filename).name}:{frame.lineno} in {frame.name})\n{traceback.format_exc(limit=-4)}"
+
+
+def raised(error: str, case: str = "") -> str:
+    """The judge's failure message for an error `run_sim` recorded: complete on its first line,
+    then the case (if given) and the frames."""
+    first, _, frames = error.partition("\n")
+    return f"the package raised {first}{case}\nits last frames:\n{frames}"
 
 
 # ---- in the judge: checks on the records -------------------------------------------------------
@@ -209,7 +224,7 @@ def check_allocations(jobs_by_id: dict, alloc: dict, nodes: dict, where: str) ->
 
 def check_run(nodes: list[dict], jobs: list[dict], out: dict) -> dict:
     """Every invariant of a simulation's records; returns the records (job_id -> fields)."""
-    assert out["error"] is None, f"the package raised:\n{out['error']}"
+    assert out["error"] is None, raised(out["error"])
     table = _node_table(nodes)
     by_id = {j["job_id"]: j for j in jobs}
     segs = out["segments"]

@@ -31,13 +31,22 @@ def test_mig_jobs_count_their_compute_share(tol):
     assert summary["utilisation"] == pytest.approx((6 + 2 / 7) / 9, **tol("utilisation, wait"))
 
 
+def refused(out: dict) -> bool:
+    return out["error"] is not None and "ValueError" in out["error"]
+
+
+def outcome(out: dict) -> str:
+    """What simulate did instead, in words: the first line of its error, or that it returned."""
+    return "simulate returned" if out["error"] is None else f"simulate raised {out['error'].partition(chr(10))[0]}"
+
+
 @pytest.mark.points(1)
 def test_a_job_that_can_never_fit_is_refused():
     # 1x5 inside one node of a cluster of 4-GPU nodes: never placeable
     out = run_sim(nodes_of(4, 4), [job(0, 0, 1, 1, 5, tp_scope="node")], "fifo")
-    assert out["error"] is not None and "ValueError" in out["error"]
+    assert refused(out), f"a 1x5 job with tp_scope 'node' on nodes of 4 GPUs never fits: expected ValueError, {outcome(out)}"
     out = run_sim(nodes_of(4, 4), [job(0, 0, 1), job(0, 1, 1)], "fifo")
-    assert out["error"] is not None and "ValueError" in out["error"]
+    assert refused(out), f"two jobs with job_id 0: expected ValueError, {outcome(out)}"
     # scope "any" spans the nodes: it runs
     records, _, _ = sim(nodes_of(4, 4), [job(0, 0, 1, 1, 5, tp_scope="any")], "fifo")
     assert starts_ends(records) == {0: (0, 1)}

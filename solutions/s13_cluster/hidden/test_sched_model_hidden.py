@@ -15,7 +15,7 @@ import os
 
 import pytest
 from clustersim import Cluster, ClusterSpec, Job, NodeSpec, reservation_time
-from conftest import H200, oracle_valid, run_sim
+from conftest import H200, oracle_valid, raised, run_sim
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
@@ -246,7 +246,7 @@ def reproducer(nodes: list[dict], jobs: list[dict], policy: str) -> str:
 def compare_runs(nodes: list[dict], jobs: list[dict], policy: str) -> None:
     out = run_sim(nodes, jobs, policy)
     case = reproducer(nodes, jobs, policy)
-    assert out["error"] is None, f"the package raised on{case}\n{out['error']}"
+    assert out["error"] is None, raised(out["error"], f"\ncase:{case}")
     snaps, times = model_simulate(nodes, jobs, policy)
     got = [[t, {int(j): pods for j, pods in alloc.items()}] for t, alloc in out["snaps"]]
     for (t, want), (t2, have) in zip(snaps, got):
