@@ -245,6 +245,6 @@ def test_sampling_from_the_target_alone_earns_nothing_for_the_loop(tmp_path):
     sub = _submission(tmp_path, aid, "p7_target_alone", "reference")
     result, graded = _grade(sub, aid, accounting=True, only_files=["tests/test_decode.py"])
     loop = [t for t in graded if "acceptance" not in t.test.nodeid]
-    assert len(loop) == 7 and all(t.score == 0 for t in loop), [(t.test.nodeid, t.score) for t in loop if t.score]
+    assert len(loop) == 8 and all(t.score == 0 for t in loop), [(t.test.nodeid, t.score) for t in loop if t.score]
     kept = [t for t in graded if t not in loop]
     assert kept and all(t.score == t.test.points for t in kept)

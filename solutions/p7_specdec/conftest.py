@@ -66,12 +66,63 @@ def probs_oracle(logits: torch.Tensor, temperature: float, top_p: float = 1.0) -
     return (probs / probs.sum(-1, keepdim=True)).float()
 
 
-def prompt(n: int, seed: int = 0) -> list[int]:
-    """n token ids of the course's eval text (a real prefix, so the pair agrees as it does on text)."""
+def prompt(n: int, part: int = 0) -> list[int]:
+    """The first n token ids of the course's eval text from character part * 4000 on (real text, so
+    the pair agrees as it does on text)."""
     import coursedata
 
     tok = coursedata.load_tokenizer()
-    return list(tok.encode(coursedata.eval_text()[seed * 4000: seed * 4000 + 8000]))[:n]
+    return list(tok.encode(coursedata.eval_text()[part * 4000: part * 4000 + 8000]))[:n]
+
+
+def request(n: int, part: int, max_new: int, gamma: int, temperature: float, top_p: float, seed: int) -> str:
+    """One speculative_generate call of the tests, in words (the prompt as `prompt(n, part)` makes it)."""
+    return (f"speculative_generate(prompt: the first {n} tokens of the eval text from character {part * 4000}, "
+            f"max_new_tokens={max_new}, gamma={gamma}, temperature={temperature}, top_p={top_p}, "
+            f"generator=torch.Generator().manual_seed({seed}), the one every draw comes from)")
+
+
+def first_difference(got: list[int], want: list[int], want_rounds: list[int]) -> str:
+    """Where two token lists part: the generated position, its round and place in the round (from
+    the expected round lengths), the expected and the actual token; '' when they agree."""
+    k = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+    if got == want:
+        return ""
+    if k == min(len(got), len(want)):
+        return f"{len(got)} tokens generated, {len(want)} expected; the first {k} agree"
+    r, start = 0, 0
+    while r < len(want_rounds) - 1 and start + want_rounds[r] <= k:
+        start, r = start + want_rounds[r], r + 1
+    j, size = k - start + 1, want_rounds[r]
+    role = ("an accepted draft" if j < size else
+            "the round's last token (the target's: from the residual after a rejection, the bonus after none)")
+    return (f"generated token {k} is {got[k]}, expected {want[k]} (counting from 0; the {k} before it agree; "
+            f"round {r + 1}, token {j} of the {size} it should make: {role})")
+
+
+def replay_mismatch(run: dict, want_tokens: list[int], want_rounds: list[int]) -> str:
+    """'' when a run (spec_runs' dict) made the expected tokens in the expected rounds, else what
+    differs first (the line a report shows), then both runs in full."""
+    diff = first_difference(run["tokens"], want_tokens, want_rounds)
+    if not diff and run["rounds"] == want_rounds:
+        return ""
+    if not diff:
+        r = next((i for i, (a, b) in enumerate(zip(run["rounds"], want_rounds)) if a != b),
+                 min(len(run["rounds"]), len(want_rounds)))
+        got_r = run["rounds"][r] if r < len(run["rounds"]) else "none"
+        want_r = want_rounds[r] if r < len(want_rounds) else "none"
+        diff = f"the tokens agree, but round {r + 1} made {got_r} tokens, expected {want_r}"
+    return (f"{diff}\n  expected tokens {want_tokens}\n  got tokens      {run['tokens']}"
+            f"\n  expected tokens per round {want_rounds}\n  got tokens per round      {run['rounds']}")
+
+
+def assert_replays(run: dict, call: str, want: tuple[list[int], list[int]]) -> None:
+    """The run must be replay_oracle's (or greedy's) draw for draw; the failure says what differs
+    first, in which call, then both runs in full."""
+    problem = replay_mismatch(run, *want)
+    if problem:
+        first, _, rest = problem.partition("\n")
+        raise AssertionError(f"{first}\n  in {call}\n{rest}")
 
 
 def replay_oracle(prompt_ids: list[int], max_new: int, gamma: int, temperature: float, top_p: float,

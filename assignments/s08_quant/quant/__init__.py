@@ -1,7 +1,6 @@
 """Stage 8: quantization and distillation basics -- int4/int8 grids, FP8 tiles, SmoothQuant, AWQ,
 an int8 KV cache and the distillation losses."""
 
-from .awq import INT4_G128, AwqResult, awq_fake_quant_weight, awq_scales, awq_search, output_error
 from .distill import cross_entropy, distillation_loss, kd_kl
 from .fp8 import (
     E4M3_MAX,
@@ -30,6 +29,7 @@ from .intquant import (
 )
 from .kvquant import Int8KVCache, dequantize_kv, quantize_kv, quantized_attention
 from .smoothquant import W8A8_PER_TENSOR, apply_smoothing, channel_absmax, smooth_scales, w8a8_linear
+from .weight_awq import INT4_G128, AwqResult, awq_fake_quant_weight, awq_scales, awq_search, output_error
 
 __all__ = [
     "E4M3_MAX",

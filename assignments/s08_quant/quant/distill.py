@@ -39,12 +39,12 @@ def kd_kl(
     Use log_softmax for the log-probabilities (softmax then log underflows to -inf).
     ValueError if temperature <= 0, the shapes differ, or direction is unknown.
     """
-    raise NotImplementedError("s08.5: kd_kl")
+    raise NotImplementedError("s08.1: kd_kl")
 
 
 def cross_entropy(logits: Tensor, labels: Tensor, ignore_index: int = -100) -> Tensor:
     """Mean over positions with labels != ignore_index of -log softmax(logits)[label] (T = 1)."""
-    raise NotImplementedError("s08.6: cross_entropy")
+    raise NotImplementedError("s08.2: cross_entropy")
 
 
 def distillation_loss(
@@ -59,4 +59,4 @@ def distillation_loss(
     """alpha * kd_kl(..., temperature, direction) + (1 - alpha) * cross_entropy(student, labels),
     both averaged over the positions whose label is not ignore_index. ValueError if alpha is
     outside [0, 1]."""
-    raise NotImplementedError("s08.7: distillation_loss")
+    raise NotImplementedError("s08.3: distillation_loss")

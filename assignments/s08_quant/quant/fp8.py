@@ -34,7 +34,7 @@ class Fp8Tensor:
 
 def fp8_scale(amax: Tensor) -> Tensor:
     """float32 scale = amax / 448, elementwise; 1 where amax is 0 (an all-zero tile, not 0 / 0)."""
-    raise NotImplementedError("s08.8: fp8_scale")
+    raise NotImplementedError("s08.4: fp8_scale")
 
 
 def tile_amax(x: Tensor, tile: tuple[int, int]) -> Tensor:
@@ -42,12 +42,12 @@ def tile_amax(x: Tensor, tile: tuple[int, int]) -> Tensor:
 
     Edge tiles hold what is left (M % tm rows, K % tk columns); nothing outside x counts.
     """
-    raise NotImplementedError("s08.9: tile_amax")
+    raise NotImplementedError("s08.5: tile_amax")
 
 
 def expand_tiles(scale: Tensor, tile: tuple[int, int], shape: tuple[int, int]) -> Tensor:
     """The (gm, gk) scale grid broadcast to every element of the (M, K) tensor it scales."""
-    raise NotImplementedError("s08.10: expand_tiles")
+    raise NotImplementedError("s08.6: expand_tiles")
 
 
 def quantize_fp8(x: Tensor, tile: tuple[int, int]) -> Fp8Tensor:
@@ -56,12 +56,12 @@ def quantize_fp8(x: Tensor, tile: tuple[int, int]) -> Fp8Tensor:
     data = (x / scale).clamp(-448, 448).to(float8_e4m3fn), the division in float32.
     ValueError: x not 2-D float32, a non-finite value, or a tile side < 1.
     """
-    raise NotImplementedError("s08.11: quantize_fp8")
+    raise NotImplementedError("s08.7: quantize_fp8")
 
 
 def dequantize_fp8(t: Fp8Tensor) -> Tensor:
     """float32 (M, K): float(data) * scale of each element's tile."""
-    raise NotImplementedError("s08.12: dequantize_fp8")
+    raise NotImplementedError("s08.8: dequantize_fp8")
 
 
 def per_tensor(x: Tensor) -> Fp8Tensor:
@@ -85,12 +85,14 @@ def per_block_weight(w: Tensor, block: int = 128) -> Fp8Tensor:
 
 
 def fp8_linear(x: Fp8Tensor, w: Fp8Tensor) -> Tensor:
-    """y = x @ w^T (M, N) float32 from x (M, K) and w (N, K), the way an FP8 GEMM scales it.
+    """y = x @ w^T, float32 (M, N), from Fp8Tensors x (M, K) and w (N, K), the way DeepSeek-V3's
+    FP8 GEMM scales it on Hopper (DeepGEMM): the tensor cores sum a K chunk's fp8 products, the
+    CUDA cores scale that partial sum and accumulate it in float32.
 
-    The K dim is cut into chunks of kc = min(x.tile[1], w.tile[1]) columns; each chunk's product
-    of the raw fp8 values (as float32) is multiplied by x's scale for (row, chunk) and w's scale
-    for (column, chunk), then accumulated in float32: the tensor core sums the fp8 products of a
-    chunk, the scales are applied to that partial sum. ValueError if the K sizes differ or a
-    larger K tile is not a multiple of kc (a chunk would straddle two scales).
+    K is cut into chunks of kc = min(x.tile[1], w.tile[1]) columns (the last chunk holds what is
+    left); each chunk's product of the raw fp8 values (as float32) is multiplied by x's scale for
+    (row, chunk) and w's scale for (column, chunk), then accumulated in float32.
+    ValueError if x's and w's K differ, or if a K tile is neither a multiple of kc nor at least K
+    (a chunk would straddle two scales).
     """
-    raise NotImplementedError("s08.13: fp8_linear")
+    raise NotImplementedError("s08.9: fp8_linear")

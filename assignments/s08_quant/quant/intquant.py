@@ -60,7 +60,7 @@ class IntQuantized:
 
 def qrange(bits: int, symmetric: bool) -> tuple[int, int]:
     """(qmin, qmax): (-(2^(b-1) - 1), 2^(b-1) - 1) symmetric, (0, 2^b - 1) asymmetric."""
-    raise NotImplementedError("s08.14: qrange")
+    raise NotImplementedError("s08.10: qrange")
 
 
 def _groups(x: Tensor, config: IntQuantConfig) -> Tensor:
@@ -70,7 +70,7 @@ def _groups(x: Tensor, config: IntQuantConfig) -> Tensor:
     group: G = ceil(K / g), the last group padded with zeros (zeros never widen the range: the
     range always contains 0).
     """
-    raise NotImplementedError("s08.15: _groups")
+    raise NotImplementedError("s08.11: _groups")
 
 
 def compute_qparams(x: Tensor, config: IntQuantConfig) -> tuple[Tensor, Tensor]:
@@ -82,12 +82,12 @@ def compute_qparams(x: Tensor, config: IntQuantConfig) -> tuple[Tensor, Tensor]:
     computed in x's dtype; a group whose range is 0 (all zeros) gets scale = 1, zero = 0.
     scale has x's dtype, zero is int32. ValueError if x has fewer than 1 dim or is not float32/64.
     """
-    raise NotImplementedError("s08.16: compute_qparams")
+    raise NotImplementedError("s08.12: compute_qparams")
 
 
 def expand_params(p: Tensor, shape: torch.Size | tuple[int, ...], config: IntQuantConfig) -> Tensor:
     """A scale or zero point broadcast to the full `shape` (..., K) of the tensor it belongs to."""
-    raise NotImplementedError("s08.17: expand_params")
+    raise NotImplementedError("s08.13: expand_params")
 
 
 def quantize_codes(x: Tensor, scale: Tensor, zero: Tensor, config: IntQuantConfig) -> Tensor:
@@ -96,19 +96,19 @@ def quantize_codes(x: Tensor, scale: Tensor, zero: Tensor, config: IntQuantConfi
     round is torch.round (half to even); x / scale is a division in x's dtype (not a multiply by
     1 / scale). Values outside the grid saturate at qmin / qmax.
     """
-    raise NotImplementedError("s08.18: quantize_codes")
+    raise NotImplementedError("s08.14: quantize_codes")
 
 
 def quantize(x: Tensor, config: IntQuantConfig) -> IntQuantized:
     """Scales from x itself (compute_qparams), then its codes (quantize_codes)."""
-    raise NotImplementedError("s08.19: quantize")
+    raise NotImplementedError("s08.15: quantize")
 
 
 def dequantize(t: IntQuantized) -> Tensor:
     """(q - zero) * scale in scale's dtype, the shape of q."""
-    raise NotImplementedError("s08.20: dequantize")
+    raise NotImplementedError("s08.16: dequantize")
 
 
 def fake_quant(x: Tensor, config: IntQuantConfig) -> Tensor:
     """dequantize(quantize(x)): x rounded to its quantization grid, in x's dtype and shape."""
-    raise NotImplementedError("s08.21: fake_quant")
+    raise NotImplementedError("s08.17: fake_quant")

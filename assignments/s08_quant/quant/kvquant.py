@@ -20,12 +20,12 @@ QMAX = 127
 def quantize_kv(x: Tensor) -> tuple[Tensor, Tensor]:
     """x (..., D) float32 -> (q int8 (..., D), scale float32 (..., 1)); q = clamp(round(x / scale),
     -127, 127) with torch.round (half to even) and scale = amax over D / 127 (1 if amax is 0)."""
-    raise NotImplementedError("s08.22: quantize_kv")
+    raise NotImplementedError("s08.18: quantize_kv")
 
 
 def dequantize_kv(q: Tensor, scale: Tensor) -> Tensor:
     """float32 q * scale, the shape of q."""
-    raise NotImplementedError("s08.23: dequantize_kv")
+    raise NotImplementedError("s08.19: dequantize_kv")
 
 
 class Int8KVCache:
@@ -47,11 +47,11 @@ class Int8KVCache:
     def append(self, k: Tensor, v: Tensor) -> None:
         """Quantize k, v (batch, heads, t, head_dim) float32 and store them at positions
         length .. length + t - 1. ValueError if a shape disagrees or the cache would overflow."""
-        raise NotImplementedError("s08.24: Int8KVCache.append")
+        raise NotImplementedError("s08.20: Int8KVCache.append")
 
     def keys_values(self) -> tuple[Tensor, Tensor]:
         """The stored K and V dequantized: float32 (batch, heads, length, head_dim) each."""
-        raise NotImplementedError("s08.25: Int8KVCache.keys_values")
+        raise NotImplementedError("s08.21: Int8KVCache.keys_values")
 
 
 def quantized_attention(q: Tensor, cache: Int8KVCache, causal: bool = True) -> Tensor:
@@ -62,4 +62,4 @@ def quantized_attention(q: Tensor, cache: Int8KVCache, causal: bool = True) -> T
     h // (Hq / Hkv)). causal: query i (position length - Tq + i) sees keys 0 .. length - Tq + i;
     otherwise every stored key. Write the attention yourself (SDPA is the tests' oracle).
     """
-    raise NotImplementedError("s08.26: quantized_attention")
+    raise NotImplementedError("s08.22: quantized_attention")

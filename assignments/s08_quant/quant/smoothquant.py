@@ -19,7 +19,7 @@ W8A8_PER_TENSOR = IntQuantConfig(bits=8, symmetric=True, granularity="tensor")
 
 def channel_absmax(t: Tensor) -> Tensor:
     """max |t| over every dim but the last: (K,) for t (..., K)."""
-    raise NotImplementedError("s08.27: channel_absmax")
+    raise NotImplementedError("s08.23: channel_absmax")
 
 
 def smooth_scales(x: Tensor, w: Tensor, alpha: float = 0.5) -> Tensor:
@@ -29,7 +29,7 @@ def smooth_scales(x: Tensor, w: Tensor, alpha: float = 0.5) -> Tensor:
     maximum is 0 gets s = 1 (nothing to balance, and no 0 / 0). ValueError if alpha is outside
     [0, 1] or the K sizes differ.
     """
-    raise NotImplementedError("s08.28: smooth_scales")
+    raise NotImplementedError("s08.24: smooth_scales")
 
 
 def apply_smoothing(x: Tensor, w: Tensor, s: Tensor) -> tuple[Tensor, Tensor]:
@@ -37,10 +37,10 @@ def apply_smoothing(x: Tensor, w: Tensor, s: Tensor) -> tuple[Tensor, Tensor]:
 
     In a deployed model x / s is folded into the preceding RMSNorm's gain, so it costs nothing.
     """
-    raise NotImplementedError("s08.29: apply_smoothing")
+    raise NotImplementedError("s08.25: apply_smoothing")
 
 
 def w8a8_linear(x: Tensor, w: Tensor) -> Tensor:
     """Fake-quantized int8 linear: fake_quant(x) @ fake_quant(w)^T, both symmetric int8 per
     tensor (W8A8_PER_TENSOR), computed in x's dtype. x (..., K), w (N, K) -> (..., N)."""
-    raise NotImplementedError("s08.30: w8a8_linear")
+    raise NotImplementedError("s08.26: w8a8_linear")

@@ -59,6 +59,27 @@ def test_codes_saturate_outside_the_grid():
     assert q.tolist() == [-127, -127, -4, 2, 127, 127]
 
 
+# Inputs (found by search) where x / scale and x * (1 / scale) round to different codes: the
+# reciprocal is rounded once more, which moves a product sitting on .5 by one bit.
+RECIPROCAL_CASES = [  # (dtype, x, codes of round(x / scale), scale = x[0] / 127)
+    (torch.float64, [0.3, 0.005905511811023623], [127, 3]),
+    (torch.float32, [0.22232575714588165, 0.04814140498638153], [127, 28]),
+]
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("dtype, x, want", RECIPROCAL_CASES, ids=["float64", "float32"])
+def test_codes_divide_by_the_scale_not_multiply_by_its_reciprocal(dtype, x, want):
+    xt = torch.tensor(x, dtype=dtype)
+    got = quantize(xt, IntQuantConfig(bits=8, symmetric=True, granularity="tensor")).q.tolist()
+    scale = xt[0] / 127
+    reciprocal = torch.round(xt * (1 / scale)).to(torch.int32).tolist()
+    pitfall = (" Those are the codes of x * (1 / scale): the handout's pitfall. The reciprocal is rounded, so the "
+               "product can land one bit off an exact .5; compute round(x / scale).") if got == reciprocal else ""
+    assert got == want, (f"int8 symmetric per-tensor codes of {x} ({dtype}, scale = {x[0]} / 127): "
+                         f"expected {want} (round(x / scale) = round({float(xt[1] / scale)!r})), got {got}.{pitfall}")
+
+
 @pytest.mark.points(1)
 def test_all_zero_group_gets_scale_one_and_no_nan():
     x = torch.zeros(3, 64, dtype=torch.float64)

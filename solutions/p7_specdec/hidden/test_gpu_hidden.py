@@ -94,7 +94,7 @@ def timed(fn, *args, repeats: int = 5):
 
 
 def check_speedup(tol, kind: str, gamma: int, n: int = 256) -> None:
-    prompt_ids = prompt(32, seed=7)
+    prompt_ids = prompt(32, part=7)
     t_target, _ = timed(decode_alone, kind, 0, prompt_ids, n)
     t_draft, _ = timed(decode_alone, kind, 1, prompt_ids, n)
     t_spec, run = timed(spec, kind, prompt_ids, n, gamma, 0)

@@ -21,7 +21,8 @@ class SpecOutput:
     tokens: the max_new_tokens generated token ids (the last round cut to fit).
     round_tokens: tokens each target call produced (num_accepted + 1, so 1..gamma + 1), one entry per
         call in order, before the cut: sum(round_tokens) >= len(tokens).
-    draft_calls: forward passes of the draft model (prefill included).
+    draft_calls: forward passes of the draft model: gamma per round (d_gamma is never fed in its own
+        round), plus one for the prefill when the prompt has more than one token.
     """
 
     tokens: tuple[int, ...]
@@ -57,15 +58,17 @@ def speculative_generate(target: Llama, draft: Llama, prompt_ids: list[int], *, 
 
     Both models share one vocabulary and get their own KVCache (`model.new_cache(1, n)`, n = prompt
     + max_new_tokens + gamma + 1). First both are prefilled on prompt_ids[:-1] (nothing if the prompt
-    has one token). Invariant between rounds: each cache holds every committed token but the last.
-    A round:
-      1. draft: feed the committed tokens the draft's cache lacks, then one draft token at a time:
-         q_i = to_probs(last logits row, params), d_i = torch.multinomial(q_i, 1, generator) (greedy
-         rows are one-hot, so this is the argmax), gamma times; each is one draft call;
+    has one token). Between rounds the target's cache holds every committed token but the last; the
+    draft's holds every committed token but the last (but the last two after a round that accepted all
+    gamma drafts), then possibly stale slots of rejected drafts. A round:
+      1. draft, gamma calls (Leviathan et al., Algorithm 1): call i feeds what the draft's cache
+         lacks (call 1: the committed tokens from the first it lacks to the last; call i > 1:
+         d_(i-1)), then q_i = to_probs(last logits row, params), d_i = torch.multinomial(q_i, 1,
+         generator) (greedy rows are one-hot, so this is the argmax). d_gamma is not fed this round;
       2. target: one call on [last committed token, d_1 .. d_gamma] (gamma + 1 tokens) gives
          p = to_probs(logits, params), (gamma + 1, V);
-      3. verdict = verify(d, q, p, generator); commit verdict.tokens; roll both caches back
-         (`feed`'s keep) so the invariant holds again.
+      3. verdict = verify(d, q, p, generator); commit verdict.tokens; the next calls roll each
+         cache back past its rejected drafts (`feed`'s keep).
     ignore EOS: generation runs to max_new_tokens. gamma >= 1 and max_new_tokens >= 1, else ValueError.
     """
     if gamma < 1 or max_new_tokens < 1 or not prompt_ids:

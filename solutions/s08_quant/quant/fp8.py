@@ -108,13 +108,15 @@ def per_block_weight(w: Tensor, block: int = 128) -> Fp8Tensor:
 
 
 def fp8_linear(x: Fp8Tensor, w: Fp8Tensor) -> Tensor:
-    """y = x @ w^T (M, N) float32 from x (M, K) and w (N, K), the way an FP8 GEMM scales it.
+    """y = x @ w^T, float32 (M, N), from Fp8Tensors x (M, K) and w (N, K), the way DeepSeek-V3's
+    FP8 GEMM scales it on Hopper (DeepGEMM): the tensor cores sum a K chunk's fp8 products, the
+    CUDA cores scale that partial sum and accumulate it in float32.
 
-    The K dim is cut into chunks of kc = min(x.tile[1], w.tile[1]) columns; each chunk's product
-    of the raw fp8 values (as float32) is multiplied by x's scale for (row, chunk) and w's scale
-    for (column, chunk), then accumulated in float32: the tensor core sums the fp8 products of a
-    chunk, the scales are applied to that partial sum. ValueError if the K sizes differ or a
-    larger K tile is not a multiple of kc (a chunk would straddle two scales).
+    K is cut into chunks of kc = min(x.tile[1], w.tile[1]) columns (the last chunk holds what is
+    left); each chunk's product of the raw fp8 values (as float32) is multiplied by x's scale for
+    (row, chunk) and w's scale for (column, chunk), then accumulated in float32.
+    ValueError if x's and w's K differ, or if a K tile is neither a multiple of kc nor at least K
+    (a chunk would straddle two scales).
     """
     # BEGIN SOLUTION
     (m, k), (n, k_w) = x.data.shape, w.data.shape

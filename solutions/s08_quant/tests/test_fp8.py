@@ -27,6 +27,21 @@ def test_scales_and_values_match_torch_casts(oracles, tol, tile):
 
 
 @pytest.mark.points(1)
+def test_values_divide_by_the_scale_not_multiply_by_its_reciprocal():
+    # Found by search: x / scale is a tie between two e4m3 values (ties to even), x * (1 / scale) one bit above it.
+    x = torch.tensor([[2.900034189224243, 0.06796955317258835]])
+    scale = x[0, 0] / 448  # the tile's amax / 448
+    want = (x / scale).clamp(-448, 448).to(torch.float8_e4m3fn).float()
+    reciprocal = (x * (1 / scale)).clamp(-448, 448).to(torch.float8_e4m3fn).float()
+    got = quantize_fp8(x, (1, 2)).data.float()
+    pitfall = (" That is the cast of x * (1 / scale): the handout's pitfall. The reciprocal is rounded, so the "
+               "product can land one bit off a tie; divide by the scale.") if torch.equal(got, reciprocal) else ""
+    assert torch.equal(got, want), (
+        f"quantize_fp8({x.tolist()}, tile (1, 2)): scale = {x[0, 0].item()!r} / 448, x / scale = "
+        f"{(x / scale).tolist()}, stored as e4m3 {want.tolist()}; got {got.tolist()}.{pitfall}")
+
+
+@pytest.mark.points(1)
 def test_named_recipes_use_their_tiles():
     x = torch.randn(256, 384, generator=torch.Generator().manual_seed(0))
     assert per_tensor(x).scale.shape == (1, 1)

@@ -50,6 +50,20 @@ def error_bound(q, k, v, rep):
     return torch.expm1(2 * eps).unsqueeze(-1) * vmax + dv[..., None, None]
 
 
+@pytest.mark.points(1)
+def test_codes_divide_by_the_scale_not_multiply_by_its_reciprocal():
+    # Found by search: x / scale rounds to 116, x * (1 / scale) to 117.
+    x = torch.tensor([[0.6724501848220825, 0.6168538928031921]])
+    q, _ = quantize_kv(x)
+    scale = x[0, 0] / 127
+    reciprocal = torch.round(x * (1 / scale)).tolist()
+    pitfall = (" Those are the codes of x * (1 / scale): the handout's pitfall. The reciprocal is rounded, so the "
+               "product can land one bit off an exact .5; compute round(x / scale).") if q.tolist() == reciprocal else ""
+    assert q.tolist() == [[127, 116]], (
+        f"quantize_kv({x.tolist()}): scale = {x[0, 0].item()!r} / 127, round(x / scale) = [[127, 116]]; "
+        f"got {q.tolist()}.{pitfall}")
+
+
 @pytest.mark.points(3)
 def test_decode_from_the_int8_cache_is_within_the_rounding_bound_of_fp32_attention():
     gen = torch.Generator().manual_seed(1)

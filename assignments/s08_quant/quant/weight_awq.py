@@ -35,17 +35,17 @@ class AwqResult:
 def awq_scales(x: Tensor, alpha: float) -> Tensor:
     """s (K,) from calibration activations x (..., K): m = mean |x| over all but the last dim,
     s = clamp(m ** alpha, min=1e-4), then s / sqrt(max(s) * min(s)); in x's dtype."""
-    raise NotImplementedError("s08.1: awq_scales")
+    raise NotImplementedError("s08.27: awq_scales")
 
 
 def awq_fake_quant_weight(w: Tensor, s: Tensor, config: IntQuantConfig = INT4_G128) -> Tensor:
     """fake_quant(w * s) / s: w (N, K) quantized in the scaled basis, returned in the original one."""
-    raise NotImplementedError("s08.2: awq_fake_quant_weight")
+    raise NotImplementedError("s08.28: awq_fake_quant_weight")
 
 
 def output_error(x: Tensor, w: Tensor, w_hat: Tensor) -> float:
     """mean over all outputs of (x @ w^T - x @ w_hat^T)^2, a Python float."""
-    raise NotImplementedError("s08.3: output_error")
+    raise NotImplementedError("s08.29: output_error")
 
 
 def awq_search(
@@ -53,4 +53,4 @@ def awq_search(
 ) -> AwqResult:
     """Try alpha = i / grid for i = 0..grid (grid + 1 points, 0 and 1 included), keep the first
     alpha of least output error on the calibration x (T, K). ValueError if grid < 1."""
-    raise NotImplementedError("s08.4: awq_search")
+    raise NotImplementedError("s08.30: awq_search")
