@@ -38,6 +38,12 @@ SMALL = {
 }
 
 
+def assert_same_count(what: str, yours: int, expected: int) -> None:
+    """Exact equality of a count, with a failure message naming the case and the difference."""
+    assert yours == expected, (f"{what}: yours {yours:,}, expected {expected:,} "
+                               f"(yours is {yours - expected:+,} off)")
+
+
 def real(name: str) -> dict:
     return coursedata.model_config(name)
 

@@ -84,16 +84,28 @@ class Arch:
 def from_config(config: dict) -> Arch:
     """The `Arch` a parsed config.json describes.
 
-    Read each family's own keys: a key a config leaves out takes that family's default in
-    transformers' config class (`num_key_value_heads` -> `num_attention_heads`; `head_dim` ->
-    hidden_size // num_attention_heads; `tie_word_embeddings` -> True for gemma, False for the
-    others; `attention_bias` -> False). Qwen2 always has q/k/v biases (and no o bias); Qwen3 has
-    qk_norm. Mixtral's experts are `num_local_experts` of `intermediate_size`; DeepSeek-V3's are
-    `n_routed_experts` + `n_shared_experts` of `moe_intermediate_size`, with MLA and
-    `num_nextn_predict_layers`. Gemma names its activation `hidden_activation` (falling back to
-    `hidden_act`). RoPE settings come in either layout transformers reads: `rope_scaling` (the
-    legacy key: the type under `rope_type` or `type`, `rope_theta` beside it at the top level) or
-    `rope_parameters` (the current key: type and `rope_theta` inside; type `"default"` is unscaled).
+    Required (ValueError naming the key when it is absent or null): `model_type` (one of FAMILIES),
+    `vocab_size`, `hidden_size`, `num_hidden_layers`, `num_attention_heads`, `intermediate_size`;
+    for mixtral also `num_local_experts`, `num_experts_per_tok`; for deepseek_v3 also
+    `n_routed_experts`, `num_experts_per_tok`, `n_shared_experts`, `moe_intermediate_size`,
+    `kv_lora_rank`, `qk_nope_head_dim`, `qk_rope_head_dim`, `v_head_dim`.
+
+    Every other key may be left out and takes the course's default, the same for every family
+    (where transformers' config classes differ, e.g. GemmaConfig's head_dim=256, the course's
+    rule wins): `num_key_value_heads` -> num_attention_heads; `head_dim` -> hidden_size //
+    num_attention_heads; `tie_word_embeddings` -> True for gemma, False for the others;
+    `attention_bias` -> False; `hidden_act` -> "silu" (gemma reads `hidden_activation` first);
+    `rope_theta` -> 10000.0; no rope scaling; deepseek_v3's `q_lora_rank` -> None (a plain q
+    projection), `first_k_dense_replace` -> 0, `num_nextn_predict_layers` -> 0.
+
+    Biases: qwen2 always has q/k/v biases and no o bias, whatever `attention_bias` says; every
+    other family sets qkv_bias = o_bias = `attention_bias`. Qwen3 has qk_norm. Mixtral's experts
+    are `num_local_experts` of `intermediate_size`; DeepSeek-V3's are `n_routed_experts` +
+    `n_shared_experts` of `moe_intermediate_size`, with MLA and `num_nextn_predict_layers` (other
+    families: mtp_layers 0 even with the key). RoPE settings come in either layout transformers
+    reads: `rope_scaling` (the legacy key: the type under `rope_type` or `type`, `rope_theta`
+    beside it at the top level) or `rope_parameters` (the current key: type and `rope_theta`
+    inside; type `"default"` is unscaled).
     Raises ValueError naming an unknown `model_type` or a missing required key.
     """
     raise NotImplementedError("s12.1: from_config")

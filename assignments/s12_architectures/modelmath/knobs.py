@@ -11,18 +11,22 @@ HEADER = ("model", "attention", "KV heads", "norm", "activation", "positional", 
 
 @dataclass(frozen=True)
 class Knobs:
-    attention: str    # "MHA" (kv heads == heads), "MQA" (1 kv head), "GQA" (in between) or "MLA"
+    # checked in this order: "MLA" (an MLA arch), "MHA" (kv heads == heads, so a 1-head model is
+    # MHA), "MQA" (1 kv head), "GQA" (in between)
+    attention: str
     kv_heads: int     # K/V heads held in the cache per layer; MLA: 1 (one shared latent)
     norm: str         # "RMSNorm", or "RMSNorm + QK-norm" with per-head q/k norms
-    activation: str   # "SwiGLU" (silu/swish gate) or "GeGLU" (any gelu gate)
+    # from the activation name, case-insensitive: "SwiGLU" for exactly "silu" or "swish", "GeGLU" for
+    # a name that starts with "gelu" ("gelu", "gelu_new", "gelu_pytorch_tanh"; not "quick_gelu")
+    activation: str
     positional: str   # f"RoPE θ={rope_theta:.0f}", plus f", {rope_scaling}" when scaled
     moe: str          # "dense", f"{E} experts, top-{k}", or f"{E} routed + {S} shared, top-{k}" with shared experts
 
 
 def six_knobs(arch: Arch) -> Knobs:
-    """The six knobs of `arch`, spelled as the field comments say. ValueError for an activation
-    that is neither a silu/swish nor a gelu variant."""
-    raise NotImplementedError("s12.7: six_knobs")
+    """The six knobs of `arch`, spelled as the field comments say. ValueError naming the activation
+    when it is neither silu/swish nor starts with "gelu"."""
+    raise NotImplementedError("s12.12: six_knobs")
 
 
 def knobs_table(archs: dict[str, Arch]) -> str:
@@ -30,4 +34,4 @@ def knobs_table(archs: dict[str, Arch]) -> str:
     model in the dict's order (`| name | attention | kv_heads | norm | activation | positional | moe |`).
     Rows are "| " + " | ".join(cells) + " |"; the separator has "---" in each cell; lines end with
     a newline."""
-    raise NotImplementedError("s12.8: knobs_table")
+    raise NotImplementedError("s12.13: knobs_table")

@@ -11,17 +11,21 @@ HEADER = ("model", "attention", "KV heads", "norm", "activation", "positional", 
 
 @dataclass(frozen=True)
 class Knobs:
-    attention: str    # "MHA" (kv heads == heads), "MQA" (1 kv head), "GQA" (in between) or "MLA"
+    # checked in this order: "MLA" (an MLA arch), "MHA" (kv heads == heads, so a 1-head model is
+    # MHA), "MQA" (1 kv head), "GQA" (in between)
+    attention: str
     kv_heads: int     # K/V heads held in the cache per layer; MLA: 1 (one shared latent)
     norm: str         # "RMSNorm", or "RMSNorm + QK-norm" with per-head q/k norms
-    activation: str   # "SwiGLU" (silu/swish gate) or "GeGLU" (any gelu gate)
+    # from the activation name, case-insensitive: "SwiGLU" for exactly "silu" or "swish", "GeGLU" for
+    # a name that starts with "gelu" ("gelu", "gelu_new", "gelu_pytorch_tanh"; not "quick_gelu")
+    activation: str
     positional: str   # f"RoPE θ={rope_theta:.0f}", plus f", {rope_scaling}" when scaled
     moe: str          # "dense", f"{E} experts, top-{k}", or f"{E} routed + {S} shared, top-{k}" with shared experts
 
 
 def six_knobs(arch: Arch) -> Knobs:
-    """The six knobs of `arch`, spelled as the field comments say. ValueError for an activation
-    that is neither a silu/swish nor a gelu variant."""
+    """The six knobs of `arch`, spelled as the field comments say. ValueError naming the activation
+    when it is neither silu/swish nor starts with "gelu"."""
     # BEGIN SOLUTION
     if arch.mla is not None:
         attention, kv = "MLA", 1

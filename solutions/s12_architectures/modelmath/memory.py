@@ -23,13 +23,20 @@ def kv_bytes_per_token(arch: Arch, dtype_bytes: int = 2) -> int:
 
 def max_cached_tokens(arch: Arch, memory_bytes: int, *, weight_bytes_per_param: float = 2.0,
                       dtype_bytes: int = 2) -> int:
-    """Tokens of KV cache that fit in `memory_bytes` once the model's weights (param_count times
-    `weight_bytes_per_param`, rounded up to a whole byte) are loaded: floor of what is left over the
-    bytes per token. Raises ValueError when the weights alone do not fit (say by how much)."""
+    """Tokens of KV cache that fit in `memory_bytes` once the model's weights are loaded: floor of
+    what is left over `kv_bytes_per_token(arch, dtype_bytes)`.
+
+    The weights take `math.ceil(param_count(arch) * weight_bytes_per_param)` bytes, the product
+    computed in Python floats as written, not in exact decimals (DeepSeek-V3 at 0.07 byte a
+    parameter: 46,971,849,345 bytes, one more than 671,026,419,200 x 7/100). Weights exactly
+    equal to `memory_bytes` leave 0 tokens, not an error. Weights larger than `memory_bytes` raise
+    ValueError whose message names the shortfall (weights minus memory_bytes) in bytes as an
+    integer, with or without thousands separators ("61,107,412,992", "61_107_412_992" or
+    "61107412992": LLaMA-3-70B in bf16 on 80 GB)."""
     # BEGIN SOLUTION
     import math
 
-    from modelmath.params import param_count
+    from modelmath.counts import param_count
 
     weights = math.ceil(param_count(arch) * weight_bytes_per_param)
     left = memory_bytes - weights

@@ -1,7 +1,7 @@
 """Decode and prefill FLOPs against torch's FlopCounterMode around transformers' forward."""
 
 import pytest
-from conftest import SMALL, hf_decode_flops, hf_prefill_flops, small
+from conftest import SMALL, assert_same_count, hf_decode_flops, hf_prefill_flops, small
 from modelmath import decode_flops, from_config, prefill_flops
 
 
@@ -9,14 +9,16 @@ from modelmath import decode_flops, from_config, prefill_flops
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_decode_flops_equal_the_counted_forward(name):
     cfg = small(name)
-    assert decode_flops(from_config(cfg), 7) == hf_decode_flops(cfg, 7)
+    assert_same_count(f"decode_flops at context 7 of a small {name} config (FlopCounterMode counts the expected)",
+                      decode_flops(from_config(cfg), 7), hf_decode_flops(cfg, 7))
 
 
 @pytest.mark.points(2)
 @pytest.mark.parametrize("name", ["llama-3-8b", "deepseek-v3"])
 def test_prefill_flops_count_causal_pairs(name):
     cfg = small(name)
-    assert prefill_flops(from_config(cfg), 9) == hf_prefill_flops(cfg, 9)
+    assert_same_count(f"prefill_flops of 9 tokens of a small {name} config (FlopCounterMode counts the expected)",
+                      prefill_flops(from_config(cfg), 9), hf_prefill_flops(cfg, 9))
 
 
 def test_a_context_or_prompt_below_one_token_is_refused():

@@ -27,6 +27,11 @@ def attention_params(arch: Arch) -> int:
     heads*qk_head_dim) or, without q_lora_rank, one hidden -> heads*qk_head_dim; kv_a (hidden ->
     kv_lora_rank + qk_rope_head_dim), its RMSNorm (kv_lora_rank), kv_b (kv_lora_rank ->
     heads*(qk_nope_head_dim + v_head_dim)); o heads*v_head_dim -> hidden.
+
+    Biases (standard attention only): `qkv_bias` adds one per q, k and v output (heads*head_dim +
+    2*kv_heads*head_dim), `o_bias` one per hidden unit; `from_config` sets them per family (see its
+    docstring). MLA counts no biases and the MLPs none: the course's DeepSeek-V3 and Mixtral configs
+    leave `attention_bias` false, and LLaMA's `mlp_bias` is not read.
     """
     # BEGIN SOLUTION
     h, heads = arch.hidden_size, arch.num_heads
@@ -91,9 +96,15 @@ def mtp_params(arch: Arch) -> int:
 
 
 def unique_param_count(tensors: dict) -> int:
-    """Numbers held by a state_dict-like {name: tensor}, each storage counted once: tied tensors
-    (one storage under two names, e.g. `embed_tokens.weight` and `lm_head.weight`) count once.
-    Use the tensors' storages, not their names or values."""
+    """Numbers held by a state_dict-like {name: tensor}, shared tensors counted once.
+
+    A tensor is identified by where its elements live: its storage, its `storage_offset()` and its
+    `numel()`. Tensors equal in all three (a tied weight under two names, e.g. `embed_tokens.weight`
+    and `lm_head.weight`, or a reshaped view of the same elements) count once, `numel()` numbers;
+    any other tensor counts its own `numel()`, also when it shares a storage (two halves of one
+    storage: both halves; a lone slice: its own elements, not the whole storage). Partly
+    overlapping views, which no checkpoint holds, are not merged. Use the tensors' storages, not
+    their names or values (an equal copy in its own storage counts again)."""
     # BEGIN SOLUTION
     seen: dict[tuple[int, int, int], int] = {}
     for t in tensors.values():

@@ -27,8 +27,13 @@ def attention_params(arch: Arch) -> int:
     heads*qk_head_dim) or, without q_lora_rank, one hidden -> heads*qk_head_dim; kv_a (hidden ->
     kv_lora_rank + qk_rope_head_dim), its RMSNorm (kv_lora_rank), kv_b (kv_lora_rank ->
     heads*(qk_nope_head_dim + v_head_dim)); o heads*v_head_dim -> hidden.
+
+    Biases (standard attention only): `qkv_bias` adds one per q, k and v output (heads*head_dim +
+    2*kv_heads*head_dim), `o_bias` one per hidden unit; `from_config` sets them per family (see its
+    docstring). MLA counts no biases and the MLPs none: the course's DeepSeek-V3 and Mixtral configs
+    leave `attention_bias` false, and LLaMA's `mlp_bias` is not read.
     """
-    raise NotImplementedError("s12.11: attention_params")
+    raise NotImplementedError("s12.2: attention_params")
 
 
 def mlp_params(arch: Arch, index: int, *, active: bool = False) -> int:
@@ -38,7 +43,7 @@ def mlp_params(arch: Arch, index: int, *, active: bool = False) -> int:
     experts, the router (hidden -> num_experts, no bias) and, where the family has it, the router's
     score-correction bias (num_experts numbers, counted whether active or not).
     """
-    raise NotImplementedError("s12.12: mlp_params")
+    raise NotImplementedError("s12.3: mlp_params")
 
 
 def layer_params(arch: Arch, index: int, *, active: bool = False) -> int:
@@ -49,7 +54,7 @@ def layer_params(arch: Arch, index: int, *, active: bool = False) -> int:
 def param_count(arch: Arch, *, active: bool = False) -> int:
     """Parameters of the model (not the MTP module): embedding, layers, final norm, LM head
     (none of its own when tied). `active`: what one token uses (see the module's conventions)."""
-    raise NotImplementedError("s12.13: param_count")
+    raise NotImplementedError("s12.4: param_count")
 
 
 def mtp_params(arch: Arch) -> int:
@@ -57,11 +62,17 @@ def mtp_params(arch: Arch) -> int:
     layer (with index num_layers + i) plus two RMSNorms of its inputs (enorm, hnorm), a projection
     2*hidden -> hidden (eh_proj, no bias) and its own output norm; the embedding and the head are
     shared with the model and not counted again. 0 for a model without MTP."""
-    raise NotImplementedError("s12.14: mtp_params")
+    raise NotImplementedError("s12.5: mtp_params")
 
 
 def unique_param_count(tensors: dict) -> int:
-    """Numbers held by a state_dict-like {name: tensor}, each storage counted once: tied tensors
-    (one storage under two names, e.g. `embed_tokens.weight` and `lm_head.weight`) count once.
-    Use the tensors' storages, not their names or values."""
-    raise NotImplementedError("s12.15: unique_param_count")
+    """Numbers held by a state_dict-like {name: tensor}, shared tensors counted once.
+
+    A tensor is identified by where its elements live: its storage, its `storage_offset()` and its
+    `numel()`. Tensors equal in all three (a tied weight under two names, e.g. `embed_tokens.weight`
+    and `lm_head.weight`, or a reshaped view of the same elements) count once, `numel()` numbers;
+    any other tensor counts its own `numel()`, also when it shares a storage (two halves of one
+    storage: both halves; a lone slice: its own elements, not the whole storage). Partly
+    overlapping views, which no checkpoint holds, are not merged. Use the tensors' storages, not
+    their names or values (an equal copy in its own storage counts again)."""
+    raise NotImplementedError("s12.6: unique_param_count")
