@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from autograder.authoring.calibrate import Proposal, set_threshold
 from autograder.authoring.mutants import grade_mutants
 from autograder.authoring.variant_record import RECORD, read_record, stale_reason, write_record
 from autograder.cli import cli
@@ -157,6 +158,28 @@ def test_a_record_goes_stale_when_a_graded_file_changes_and_not_for_the_handout(
         assert "changed" in stale_reason(course, "s00_variants", names), rel
         (sol / rel).write_text(original)
         assert stale_reason(course, "s00_variants", names) is None, rel
+
+
+def test_a_record_stays_fresh_when_a_gpu_bar_is_calibrated_and_not_when_a_cpu_bar_changes(course):
+    # The variants are graded on the CPU, which reads no GPU bar: `calibrate --write` on a GPU runner
+    # must not force every variant to be graded again; a cpu bar or the metric itself must.
+    sol = course.solution_dir("s00_variants")
+    spec = sol / "assignment.toml"
+    spec.write_text(spec.read_text() + '\n[perf.speed]\ndescription = "x"\nunit = "x"\nbetter = "higher"\n'
+                    '[perf.speed.thresholds]\nh200 = { pass = 1.0, full = 2.0, env = "gpu-image-1" }\n')
+    names = ["add_subtracts"]
+    write_record(course, "s00_variants", names)
+    bar = Proposal("speed", 3.0, 1.8, 2.7, True)
+    spec.write_text(set_threshold(spec.read_text(), "speed", "h100", bar, "calibrated here", "gpu-image-1"))
+    assert 'h100 = { pass = 1.8' in spec.read_text()
+    assert stale_reason(course, "s00_variants", names) is None
+    calibrated = spec.read_text()
+    for changed in (calibrated.replace('h200 = {', 'cpu = { pass = 0.1, full = 0.2, env = "x" }\nh200 = {'),
+                    calibrated.replace('description = "x"', 'description = "y"')):
+        spec.write_text(changed)
+        assert "changed" in stale_reason(course, "s00_variants", names)
+    spec.write_text(calibrated)
+    assert stale_reason(course, "s00_variants", names) is None
 
 
 def test_a_variant_missing_from_the_record_makes_it_stale(course):

@@ -4,7 +4,9 @@
 the digest of everything those gradings depended on and the names it graded. `make test` grades the
 variants again only where that record is stale: a change to the package, the tests (public or
 hidden), the conftest, the spec, the answers, mutants.toml, a given package or the course data
-makes it stale; a change to the handout or to a record file does not.
+makes it stale; a change to the handout, to a record file or to a GPU's perf bars does not (the
+variants are graded on the CPU, where no GPU bar is read, so `calibrate --write` on a GPU runner
+leaves the record fresh).
 
 The grader's own code is left out of the digest on purpose: the variants check an assignment's
 tests, and the grader is checked by its own tests (and, on every run of `make test`, by each
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +28,7 @@ from autograder.host.render import given_packages
 from autograder.host.repo import Course
 
 RECORD = "mutants.lock"
+SPEC = "assignment.toml"
 # Files of an assignment that no grading reads: prose, pictures, and records written about it.
 NOT_GRADED_ON = frozenset({"README.md", RECORD, "mutation.toml", "tasks.toml"})
 NOT_GRADED_SUFFIXES = frozenset({".png"})
@@ -43,16 +47,34 @@ def _graded_on(rel: Path) -> bool:
     return rel.as_posix() not in NOT_GRADED_ON and rel.suffix not in NOT_GRADED_SUFFIXES
 
 
+def _without_gpu_bars(text: str) -> str:
+    """assignment.toml's text less the rows of GPU tags in its [perf.<metric>.thresholds] tables."""
+    kept, in_bars = [], False
+    for row in text.splitlines(keepends=True):
+        if row.lstrip().startswith("["):
+            in_bars = bool(re.fullmatch(r"\[perf\.[^\]]+\.thresholds\]", row.strip()))
+        elif in_bars and (key := re.match(r"\s*([\w-]+)\s*=", row)) and key.group(1) != "cpu":
+            continue
+        kept.append(row)
+    return "".join(kept)
+
+
+def _graded_bytes(rel: Path, path: Path) -> bytes:
+    if rel.as_posix() == SPEC:
+        return _without_gpu_bars(path.read_text()).encode()
+    return path.read_bytes()
+
+
 def fingerprint(course: Course, assignment_id: str) -> str:
     """sha256 over the assignment's graded files, its given packages and the course data package."""
     solution_dir = course.solution_dir(assignment_id)
     h = hashlib.sha256(b"autograder-variants-v1")
-    files = [(f"{assignment_id}/{rel.as_posix()}", solution_dir / rel)
-             for rel in course_files(solution_dir) if _graded_on(rel)]
+    for rel in course_files(solution_dir):
+        if _graded_on(rel):
+            h.update(f"{assignment_id}/{rel.as_posix()}".encode() + b"\0" + _graded_bytes(rel, solution_dir / rel) + b"\0")
     coursedata = course.root / "coursedata"
-    files += [(f"coursedata/{rel.as_posix()}", coursedata / rel) for rel in course_files(coursedata)]
-    for name, path in files:
-        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for rel in course_files(coursedata):
+        h.update(f"coursedata/{rel.as_posix()}".encode() + b"\0" + (coursedata / rel).read_bytes() + b"\0")
     for path, data in sorted(given_packages(course, course.spec(assignment_id)).items()):
         h.update(f"given/{path.as_posix()}".encode() + b"\0" + data + b"\0")
     return h.hexdigest()
