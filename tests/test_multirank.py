@@ -8,6 +8,7 @@ the ranks by passing it around a ring with point-to-point calls."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -98,11 +99,29 @@ def test_ring_on_two_gpus(ranks):
 '''
 
 
-@pytest.fixture
-def ring_course(demo_course: Course) -> Course:
+def _with_tests(demo_course: Course, *names: str) -> Course:
+    """The ring assignment with only the named tests of TESTS (all of them when none is named): a
+    submission that hangs costs each of its tests the full timeout, so a case about one hang grades one."""
+    header, *defs = re.split(r"\n\n\n(?=(?:@pytest\.mark\.world_size\([^)]*\)\n)?def )", TESTS)
+    kept = [d for d in defs if not names or not d.lstrip().startswith("@") or re.search(rf"def ({'|'.join(names)})\(", d)]
     return add_assignment(demo_course, "s03_ringdemo", {
         "assignment.toml": TOML, "ring/__init__.py": "from ring.ops import ring_all_reduce\n\n__all__ = ['ring_all_reduce']\n",
-        "ring/ops.py": REFERENCE, "tests/test_ring.py": TESTS})
+        "ring/ops.py": REFERENCE, "tests/test_ring.py": "\n\n\n".join([header, *kept])})
+
+
+@pytest.fixture
+def ring_course(demo_course: Course) -> Course:
+    return _with_tests(demo_course)
+
+
+@pytest.fixture
+def ring_of_two(demo_course: Course) -> Course:
+    return _with_tests(demo_course, "test_ring_of_two")
+
+
+@pytest.fixture
+def ring_twice(demo_course: Course) -> Course:
+    return _with_tests(demo_course, "test_ring_twice")
 
 
 def _grade(course: Course, body: str | None, tmp_path: Path):
@@ -164,16 +183,16 @@ def test_batched_point_to_point_works_on_the_ranks(ring_course, tmp_path):
     assert r["test_ring_of_two"].status == r["test_ring_of_four"].status == "passed", r["test_ring_of_two"].output
 
 
-def test_ranks_that_all_wait_in_recv_are_reported_within_the_timeout(ring_course, tmp_path):
+def test_ranks_that_all_wait_in_recv_are_reported_within_the_timeout(ring_of_two, tmp_path):
     body = "    dist.recv(torch.empty_like(x), (dist.get_rank() + 1) % dist.get_world_size())\n    return x\n"
-    r = _grade(ring_course, body, tmp_path)
+    r = _grade(ring_of_two, body, tmp_path)
     text = r["test_ring_of_two"].output
     assert r["test_ring_of_two"].status == "failed"
     assert "rank 0:" in text and "rank 1:" in text and "recv #1 (src=" in text, text
     assert r["test_ring_of_two"].duration_s < 30  # the test's timeout
 
 
-def test_a_slow_first_run_leaves_the_second_only_what_is_left_of_the_timeout(ring_course, tmp_path):
+def test_a_slow_first_run_leaves_the_second_only_what_is_left_of_the_timeout(ring_twice, tmp_path):
     """One deadline per test, from its start: a second run that hangs after a slow first one is still
     reported (with where each rank waits) within the test's 30 s, not cut off by the test's timeout."""
     body = ("    ring_all_reduce.calls = getattr(ring_all_reduce, 'calls', 0) + 1\n"
@@ -182,16 +201,16 @@ def test_a_slow_first_run_leaves_the_second_only_what_is_left_of_the_timeout(rin
             "        return x\n"
             "    while True:\n"
             "        time.sleep(0.1)\n")
-    r = _grade(ring_course, body, tmp_path)
+    r = _grade(ring_twice, body, tmp_path)
     twice = r["test_ring_twice"]
     assert twice.status == "failed"
     assert "rank 0: still waiting" in twice.output and "rank 1: still waiting" in twice.output, twice.reason + twice.output
     assert twice.duration_s < 30  # the test's timeout
 
 
-def test_a_rank_that_skips_a_collective_is_reported(ring_course, tmp_path):
+def test_a_rank_that_skips_a_collective_is_reported(ring_of_two, tmp_path):
     body = "    if dist.get_rank() == 0:\n        dist.barrier()\n    return x\n"
-    r = _grade(ring_course, body, tmp_path)
+    r = _grade(ring_of_two, body, tmp_path)
     text = r["test_ring_of_two"].output
     assert r["test_ring_of_two"].status == "failed"
     assert "rank 0:" in text and "barrier #1" in text and "rank 1: finished" in text, text
