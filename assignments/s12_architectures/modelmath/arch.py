@@ -69,6 +69,7 @@ class Arch:
     moe: MoE | None = None
     mla: MLA | None = None
     mtp_layers: int = 0         # DeepSeek-V3's num_nextn_predict_layers
+    mlp_bias: bool = False      # biases on the dense MLP's gate, up and down projections (LLaMA's mlp_bias)
 
     def __post_init__(self) -> None:
         if self.model_type not in FAMILIES:
@@ -98,11 +99,13 @@ def from_config(config: dict) -> Arch:
     `rope_theta` -> 10000.0; no rope scaling; deepseek_v3's `q_lora_rank` -> None (a plain q
     projection), `first_k_dense_replace` -> 0, `num_nextn_predict_layers` -> 0.
 
-    Biases: qwen2 always has q/k/v biases and no o bias, whatever `attention_bias` says; every
-    other family sets qkv_bias = o_bias = `attention_bias`. Qwen3 has qk_norm. Mixtral's experts
-    are `num_local_experts` of `intermediate_size`; DeepSeek-V3's are `n_routed_experts` +
-    `n_shared_experts` of `moe_intermediate_size`, with MLA and `num_nextn_predict_layers` (other
-    families: mtp_layers 0 even with the key). RoPE settings come in either layout transformers
+    Biases, as transformers builds each family: qwen2 always has q/k/v biases and no o bias,
+    whatever `attention_bias` says; mistral and mixtral never have attention biases; every other
+    family (deepseek_v3's MLA included) sets qkv_bias = o_bias = `attention_bias`. Only llama reads
+    `mlp_bias` (default False; the other families' MLPs and all experts have no biases). Qwen3 has
+    qk_norm. Mixtral's experts are `num_local_experts` of `intermediate_size`; DeepSeek-V3's are
+    `n_routed_experts` + `n_shared_experts` of `moe_intermediate_size`, with MLA and
+    `num_nextn_predict_layers` (other families: mtp_layers 0 even with the key). RoPE settings come in either layout transformers
     reads: `rope_scaling` (the legacy key: the type under `rope_type` or `type`, `rope_theta`
     beside it at the top level) or `rope_parameters` (the current key: type and `rope_theta`
     inside; type `"default"` is unscaled).

@@ -28,16 +28,21 @@ def attention_params(arch: Arch) -> int:
     kv_lora_rank + qk_rope_head_dim), its RMSNorm (kv_lora_rank), kv_b (kv_lora_rank ->
     heads*(qk_nope_head_dim + v_head_dim)); o heads*v_head_dim -> hidden.
 
-    Biases (standard attention only): `qkv_bias` adds one per q, k and v output (heads*head_dim +
-    2*kv_heads*head_dim), `o_bias` one per hidden unit; `from_config` sets them per family (see its
-    docstring). MLA counts no biases and the MLPs none: the course's DeepSeek-V3 and Mixtral configs
-    leave `attention_bias` false, and LLaMA's `mlp_bias` is not read.
+    Biases (`from_config` sets them per family, see its docstring): in standard attention `qkv_bias`
+    adds one per q, k and v output (heads*head_dim + 2*kv_heads*head_dim) and `o_bias` one per hidden
+    unit. In MLA (transformers' DeepseekV3Attention) `qkv_bias` puts a bias on the two down
+    projections, q_a (q_lora_rank numbers; none without q_lora_rank: the plain q projection has no
+    bias) and kv_a (kv_lora_rank + qk_rope_head_dim), and `o_bias` one per hidden unit on o; q_b and
+    kv_b never have one.
     """
     raise NotImplementedError("s12.2: attention_params")
 
 
 def mlp_params(arch: Arch, index: int, *, active: bool = False) -> int:
     """Parameters of layer `index`'s MLP block (dense or MoE, router included, not the norm).
+
+    A dense layer's gated MLP has biases on gate, up and down (2*intermediate + hidden) when
+    `arch.mlp_bias`; experts never do.
 
     A MoE layer holds the routed experts (all of them, or `top_k` when `active`), the shared
     experts, the router (hidden -> num_experts, no bias) and, where the family has it, the router's

@@ -10,6 +10,18 @@ def test_llama_with_attention_bias_has_q_k_v_and_o_biases():
     assert (a.qkv_bias, a.o_bias) == (True, True)
 
 
+def test_biases_follow_what_transformers_builds_for_each_family():
+    # mistral and mixtral never have attention biases; only llama reads mlp_bias; MLA takes attention_bias
+    mixtral = from_config(small("mixtral-8x7b", attention_bias=True, mlp_bias=True))
+    assert (mixtral.qkv_bias, mixtral.o_bias, mixtral.mlp_bias) == (False, False, False)
+    mistral = from_config(small("llama-3-8b", model_type="mistral", attention_bias=True, mlp_bias=True))
+    assert (mistral.qkv_bias, mistral.o_bias, mistral.mlp_bias) == (False, False, False)
+    assert from_config(small("llama-3-8b", mlp_bias=True)).mlp_bias is True
+    assert from_config(small("qwen2.5-7b", mlp_bias=True)).mlp_bias is False
+    deepseek = from_config(small("deepseek-v3", attention_bias=True))
+    assert (deepseek.qkv_bias, deepseek.o_bias) == (True, True)
+
+
 def test_a_gemma_config_without_head_dim_falls_back_to_hidden_over_heads():
     cfg = small("gemma-7b")
     del cfg["head_dim"]

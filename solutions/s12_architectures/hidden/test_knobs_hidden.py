@@ -44,6 +44,9 @@ def test_an_unknown_activation_is_refused_by_name():
     assert six_knobs(from_config(small("llama-3-8b", hidden_act="silu"))) is not None  # a known one is accepted
     with pytest.raises(ValueError, match="relu"):
         six_knobs(from_config(small("llama-3-8b", hidden_act="relu")))
+    # quick_gelu is CLIP's x * sigmoid(1.702 x): "gelu" is in its name but it does not start with it
+    with pytest.raises(ValueError, match="quick_gelu"):
+        six_knobs(from_config(small("llama-3-8b", hidden_act="quick_gelu")))
 
 
 def test_the_full_table_of_the_real_configs():

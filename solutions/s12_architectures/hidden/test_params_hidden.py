@@ -16,6 +16,11 @@ def test_param_count_of_each_real_config_equals_transformers(name):
 
 @pytest.mark.parametrize(("name", "more"), [
     ("llama-3-8b", dict(attention_bias=True)),
+    ("llama-3-8b", dict(mlp_bias=True)),
+    ("llama-3-8b", dict(model_type="mistral", attention_bias=True, mlp_bias=True)),
+    ("mixtral-8x7b", dict(attention_bias=True)),
+    ("deepseek-v3", dict(attention_bias=True)),
+    ("deepseek-v3", dict(attention_bias=True, q_lora_rank=None)),
     ("qwen2.5-7b", dict(tie_word_embeddings=True)),
     ("gemma-7b", dict(tie_word_embeddings=False)),
     ("deepseek-v3", dict(q_lora_rank=None)),
@@ -84,6 +89,24 @@ def _halves_counted_by_the_package() -> int:
 
 def test_views_of_one_storage_at_different_offsets_count_separately():
     assert _halves_counted_by_the_package() == 10  # two halves of one storage: 5 + 5, the repeat once
+
+
+@in_worker
+def _prefix_counted_by_the_package() -> int:
+    import torch
+    from modelmath import unique_param_count as count
+
+    from autograder.testing import oracle
+
+    with oracle():
+        whole = torch.zeros(4)
+        tensors = {"w": whole, "w_head": whole[:2]}
+    return count(tensors)
+
+
+def test_a_prefix_view_starting_at_the_same_address_counts_its_own_elements():
+    # same storage, same offset, different numel: not the same tensor (the docstring's triple), 4 + 2
+    assert _prefix_counted_by_the_package() == 6
 
 
 def test_mtp_layers_are_moe_layers_plus_their_norms_and_projection():

@@ -69,6 +69,7 @@ class Arch:
     moe: MoE | None = None
     mla: MLA | None = None
     mtp_layers: int = 0         # DeepSeek-V3's num_nextn_predict_layers
+    mlp_bias: bool = False      # biases on the dense MLP's gate, up and down projections (LLaMA's mlp_bias)
 
     def __post_init__(self) -> None:
         if self.model_type not in FAMILIES:
@@ -98,11 +99,13 @@ def from_config(config: dict) -> Arch:
     `rope_theta` -> 10000.0; no rope scaling; deepseek_v3's `q_lora_rank` -> None (a plain q
     projection), `first_k_dense_replace` -> 0, `num_nextn_predict_layers` -> 0.
 
-    Biases: qwen2 always has q/k/v biases and no o bias, whatever `attention_bias` says; every
-    other family sets qkv_bias = o_bias = `attention_bias`. Qwen3 has qk_norm. Mixtral's experts
-    are `num_local_experts` of `intermediate_size`; DeepSeek-V3's are `n_routed_experts` +
-    `n_shared_experts` of `moe_intermediate_size`, with MLA and `num_nextn_predict_layers` (other
-    families: mtp_layers 0 even with the key). RoPE settings come in either layout transformers
+    Biases, as transformers builds each family: qwen2 always has q/k/v biases and no o bias,
+    whatever `attention_bias` says; mistral and mixtral never have attention biases; every other
+    family (deepseek_v3's MLA included) sets qkv_bias = o_bias = `attention_bias`. Only llama reads
+    `mlp_bias` (default False; the other families' MLPs and all experts have no biases). Qwen3 has
+    qk_norm. Mixtral's experts are `num_local_experts` of `intermediate_size`; DeepSeek-V3's are
+    `n_routed_experts` + `n_shared_experts` of `moe_intermediate_size`, with MLA and
+    `num_nextn_predict_layers` (other families: mtp_layers 0 even with the key). RoPE settings come in either layout transformers
     reads: `rope_scaling` (the legacy key: the type under `rope_type` or `type`, `rope_theta`
     beside it at the top level) or `rope_parameters` (the current key: type and `rope_theta`
     inside; type `"default"` is unscaled).
@@ -119,7 +122,7 @@ def from_config(config: dict) -> Arch:
         return config[key]
 
     hidden, heads = need("hidden_size"), need("num_attention_heads")
-    bias = bool(config.get("attention_bias", False))
+    bias = bool(config.get("attention_bias", False)) and kind not in ("mistral", "mixtral")
     # transformers 4 names RoPE scaling rope_scaling, 5 rope_parameters (type "default": unscaled)
     scaling = config.get("rope_scaling") or config.get("rope_parameters") or None
     rope_type = (scaling.get("rope_type") or scaling.get("type")) if scaling else None
@@ -141,7 +144,8 @@ def from_config(config: dict) -> Arch:
         qkv_bias=True if kind == "qwen2" else bias, o_bias=False if kind == "qwen2" else bias,
         qk_norm=kind == "qwen3", activation=activation, rope_theta=float(theta),
         rope_scaling=None if rope_type in (None, "default") else rope_type,
-        moe=moe, mla=mla, mtp_layers=config.get("num_nextn_predict_layers", 0) if kind == "deepseek_v3" else 0)
+        moe=moe, mla=mla, mtp_layers=config.get("num_nextn_predict_layers", 0) if kind == "deepseek_v3" else 0,
+        mlp_bias=kind == "llama" and bool(config.get("mlp_bias", False)))
     # END SOLUTION
 
 

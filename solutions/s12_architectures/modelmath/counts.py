@@ -28,10 +28,12 @@ def attention_params(arch: Arch) -> int:
     kv_lora_rank + qk_rope_head_dim), its RMSNorm (kv_lora_rank), kv_b (kv_lora_rank ->
     heads*(qk_nope_head_dim + v_head_dim)); o heads*v_head_dim -> hidden.
 
-    Biases (standard attention only): `qkv_bias` adds one per q, k and v output (heads*head_dim +
-    2*kv_heads*head_dim), `o_bias` one per hidden unit; `from_config` sets them per family (see its
-    docstring). MLA counts no biases and the MLPs none: the course's DeepSeek-V3 and Mixtral configs
-    leave `attention_bias` false, and LLaMA's `mlp_bias` is not read.
+    Biases (`from_config` sets them per family, see its docstring): in standard attention `qkv_bias`
+    adds one per q, k and v output (heads*head_dim + 2*kv_heads*head_dim) and `o_bias` one per hidden
+    unit. In MLA (transformers' DeepseekV3Attention) `qkv_bias` puts a bias on the two down
+    projections, q_a (q_lora_rank numbers; none without q_lora_rank: the plain q projection has no
+    bias) and kv_a (kv_lora_rank + qk_rope_head_dim), and `o_bias` one per hidden unit on o; q_b and
+    kv_b never have one.
     """
     # BEGIN SOLUTION
     h, heads = arch.hidden_size, arch.num_heads
@@ -41,7 +43,9 @@ def attention_params(arch: Arch) -> int:
         q = h * qk if m.q_lora_rank is None else h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * qk
         kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank \
             + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
-        return q + kv + heads * m.v_head_dim * h
+        biases = ((m.q_lora_rank or 0) + m.kv_lora_rank + m.qk_rope_head_dim if arch.qkv_bias else 0) \
+            + (h if arch.o_bias else 0)
+        return q + kv + heads * m.v_head_dim * h + biases
     q, kv = heads * arch.head_dim, arch.num_kv_heads * arch.head_dim
     weights = h * q + 2 * h * kv + q * h
     biases = (q + 2 * kv if arch.qkv_bias else 0) + (h if arch.o_bias else 0)
@@ -53,6 +57,9 @@ def attention_params(arch: Arch) -> int:
 def mlp_params(arch: Arch, index: int, *, active: bool = False) -> int:
     """Parameters of layer `index`'s MLP block (dense or MoE, router included, not the norm).
 
+    A dense layer's gated MLP has biases on gate, up and down (2*intermediate + hidden) when
+    `arch.mlp_bias`; experts never do.
+
     A MoE layer holds the routed experts (all of them, or `top_k` when `active`), the shared
     experts, the router (hidden -> num_experts, no bias) and, where the family has it, the router's
     score-correction bias (num_experts numbers, counted whether active or not).
@@ -60,7 +67,8 @@ def mlp_params(arch: Arch, index: int, *, active: bool = False) -> int:
     # BEGIN SOLUTION
     h = arch.hidden_size
     if not is_moe_layer(arch, index):
-        return gated_mlp_params(h, arch.intermediate_size)
+        bias = 2 * arch.intermediate_size + h if arch.mlp_bias else 0
+        return gated_mlp_params(h, arch.intermediate_size) + bias
     moe = arch.moe
     routed = moe.top_k if active else moe.num_experts
     experts = (routed + moe.shared_experts) * gated_mlp_params(h, moe.expert_intermediate)
