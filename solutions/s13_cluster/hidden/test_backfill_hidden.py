@@ -48,3 +48,11 @@ def test_head_keeps_its_reservation_across_passes():
     trace[3] = job(3, 3, 8)
     records, _, _ = sim(nodes_of(4), trace, "easy")
     assert starts_ends(records) == {0: (0, 10), 1: (10, 12), 2: (2, 10), 3: (12, 20), 4: (4, 5)}
+
+
+@pytest.mark.points(1)
+def test_segments_that_start_together_come_by_job_id():
+    # One node of 2, FIFO: J0 (1 GPU, 3 s) and J1 (1 GPU, 2 s) both start at 1; J1 ends first, so
+    # completion order would list it first: the result promises (start, job_id) order.
+    _, _, segments = sim(nodes_of(2), [job(0, 1, 3), job(1, 1, 2)], "fifo")
+    assert [(s[0], s[1], s[2]) for s in segments] == [(0, 1, 4), (1, 1, 3)]

@@ -51,6 +51,8 @@ def test_random_traces_keep_every_invariant(policy, seed):
     out = run_sim(nodes, jobs, policy, quotas)
     records = check_run(nodes, jobs, out)
     by_id = {j["job_id"]: j for j in jobs}
+    keys = [(s[1], s[0]) for s in out["segments"]]
+    assert keys == sorted(keys), f"segments must come by (start, job_id); got (start, job_id) {keys}"
     if policy == "fifo":
         order = sorted(by_id, key=lambda j: (by_id[j]["arrival"], j))
         starts = [records[j][1] for j in order]

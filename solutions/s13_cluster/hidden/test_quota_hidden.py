@@ -73,3 +73,20 @@ def test_borrowing_is_judged_after_each_victim():
     records, summary, _ = sim(nodes_of(4), trace, "priority", {"X": 2, "Y": 4})
     assert starts_ends(records) == {0: (0, 10), 1: (0, 10), 2: (10, 13)}
     assert summary["preemptions"] == 0
+
+
+@pytest.mark.points(2)
+def test_a_victim_restarts_in_the_same_pass_when_its_turn_has_not_come():
+    # Two nodes of 4 (a, b), quota A: 3 (C unlisted: 0). t=2: J0 (A, 2x1, scope node) on a 0, 1;
+    # J1 (C, 2x3, scope any) on a 2, 3 + b 0 and b 1-3: all 8 busy, C borrowing (6 > 0).
+    # t=3: J2 (A, priority 2, 2x1 node) fits nowhere. Victims by (priority, latest start, highest id):
+    # J1 (C borrowing): the gang fits, but A would hold 2 + 2 = 4 > 3; then J0 (A, lower priority):
+    # A at 2 - 2 + 2 <= 3. Both preempted; J2 on a 0, 1 (3-5). J0 and J1 rejoin the pass after J2 in
+    # (priority, arrival, id) order: J0 fits a 2, 3 and restarts at once (3-6); J1 does not fit and
+    # C is never within its quota: it waits until J2 ends, 5-10.
+    trace = [job(0, 2, 3, 2, 1, queue="A", priority=1, tp_scope="node"),
+             job(1, 2, 5, 2, 3, queue="C", priority=1, tp_scope="any"),
+             job(2, 3, 2, 2, 1, queue="A", priority=2, tp_scope="node")]
+    records, summary, _ = sim(nodes_of(4, 4), trace, "priority", {"A": 3})
+    assert starts_ends(records) == {0: (3, 6), 1: (5, 10), 2: (3, 5)}
+    assert summary["preemptions"] == 2
