@@ -53,16 +53,18 @@ def test_reusing_a_duplicate_block_keeps_the_live_copy_cached(tiny_llama, hf_gre
 
 
 @in_worker
-def generate_on_a_step_clock(model_path, prompts, max_tokens, **config):
+def generate_on_a_step_clock(model_path, prompts, max_tokens, counting=False, **config):
     """In the worker: LLM.generate with the engine module's clock replaced by one that reads the
-    number of finished steps plus 10 (the on_step hook, run last in each step, advances it).
+    number of finished steps plus 10 (the on_step hook, run last in each step, advances it), or with
+    `counting`, the number of clock reads so far plus 10 (every reading is later than the one before).
     Returns the (seq_id, num_tokens) of every step's batch entries, the tokens and the metrics of each
     request."""
     engine = sys.modules[LLM.__module__]
-    steps, plan = [0], []
+    steps, plan, reads = [0], [], [0]
 
     def now() -> float:
-        return 10.0 + steps[0]
+        reads[0] += 1
+        return 10.0 + (reads[0] if counting else steps[0])
 
     def hook(llm, batch) -> None:
         plan.append([[e.seq_id, e.num_tokens] for e in batch.entries])
@@ -103,3 +105,18 @@ def test_ttft_is_stamped_after_the_last_prefill_chunk(tiny_llama, hf_greedy, mak
     assert l_first - l_arrival == 3.0, (
         f"L's first token is stamped in step {l_first - 10:g}: TTFT must end with its last prefill chunk")
     assert l_done - l_arrival == 6.0
+
+
+@pytest.mark.points(1)
+def test_first_token_and_finish_are_stamped_after_the_model_ran(tiny_llama, make_prompts):
+    """On a clock that moves at every reading, a stamp taken when the step began (before the model
+    ran) is earlier than one taken after it: first_token_time and finished_time must be the one
+    reading after the step's work (handout: "then, at one time.perf_counter() reading"), so both are
+    later than first_scheduled_time, and equal to each other for a one-token request."""
+    prompt = make_prompts(seed=43, count=1, low=5, high=5)[0]
+    run = generate_on_a_step_clock(str(tiny_llama[0]), [prompt], 1, counting=True, block_size=4, num_kv_blocks=16)
+    arrival, scheduled, first, done = run["metrics"][0]
+    assert arrival < scheduled < first == done, (
+        f"clock readings: arrival {arrival:g}, first scheduled {scheduled:g}, first token {first:g}, "
+        f"finished {done:g}: the first token and the finish must be stamped at one reading taken after "
+        "the model ran, later than the step's start")

@@ -29,13 +29,19 @@ def test_requests_are_served_only_after_they_arrive():
     target, _ = pair_dirs()
     g = torch.Generator().manual_seed(3)
     ids = lambda n: torch.randint(2, 8000, (n,), generator=g).tolist()
-    requests = [(0.6, ids(10), 4), (0.25, ids(12), 5), (0.25, ids(8), 3)]
+    requests = [(1.5, ids(10), 4), (0.25, ids(12), 5), (0.25, ids(8), 3)]
     run = serve_arrivals(target, requests)
     assert [len(t) for t in run["times"]] == [4, 5, 3], "token times in the trace's order, not the arrival order"
     assert run["steps"][0][0] >= 0.25, "an engine with nothing to do waits for the first arrival"
     for (arrival, _, _), times in zip(requests, run["times"], strict=True):
         assert times[0] >= arrival, f"a request arriving at {arrival} s got a token at {times[0]:.3f} s"
-    assert run["wall"] >= 0.6
+    # the two requests listed after the late one arrived at 0.25 s: they wait for no request listed
+    # before them (a prefill of 20 tokens takes milliseconds; 1.25 s of margin for a loaded host)
+    assert run["times"][1][0] < 1.5 and run["times"][2][0] < 1.5, (
+        f"requests that arrived at 0.25 s got their first token at {run['times'][1][0]:.3f} s and "
+        f"{run['times'][2][0]:.3f} s, not before the request listed first arrived (1.5 s): "
+        "add every request that has arrived, not only a prefix of the trace")
+    assert run["wall"] >= 1.5
 
 
 @in_worker
