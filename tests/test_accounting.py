@@ -15,8 +15,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.protocol.rules import matches
 from autograder.host.spec import AccountingRules, parse_spec
+from autograder.protocol.rules import matches
 from autograder.testing import oracle
 from autograder.timing import measure
 from autograder.worker import accounting
@@ -367,7 +367,7 @@ def test_the_perf_audit_names_library_kernels_and_replayed_graph_kernels(tmp_pat
 
 
 def test_profiler_log_lines_are_dropped_from_a_students_output():
-    from autograder.judge.plugin import _PROFILER_LOG
+    from autograder.judge.verdict import PROFILER_LOG as _PROFILER_LOG
 
     noisy = ("E   assert 1 == 2\nUSDT:2026-12-01 10:37:00 14401:14401 SyncActivityProfilerHandler.cpp:52] "
              "profiler_start\nINFO:2026-12-01 10:37:04 14409:14409 init.cpp:148] Registering daemon\nE   more\n")

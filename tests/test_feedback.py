@@ -101,7 +101,8 @@ def test_an_unwritten_kernel_task_is_named_before_the_accounting_verdict():
     """A kernel stub fails twice: its NotImplementedError (the task id) and the accounting's "no Triton
     kernel ran". The task id comes first, so failures fold by task; a wrong approach that raises
     something else keeps the accounting's verdict as its reason."""
-    from autograder.judge.plugin import _TestState, _verdict
+    from autograder.judge.verdict import TestState as _TestState
+    from autograder.judge.verdict import verdict as _verdict
 
     base = dict(setup="passed", call="failed", teardown="passed", entered=True,
                 violation="no Triton kernel of tritonkernels ran: this exercise is to write it")

@@ -20,8 +20,6 @@ import hashlib
 import hmac
 import json
 import os
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,17 +29,11 @@ from autograder import marks
 from autograder.hardware import cuda_device_count, has_cuda
 from autograder.judge import audit, importer
 from autograder.judge.client import WorkerClient, hide_from_workers
-from autograder.judge.feedback import (
-    HIDDEN_DETAIL,
-    failure_reason,
-    hidden_reason,
-    hidden_violation,
-    is_hidden,
-    parameter_id,
-)
+from autograder.judge.feedback import failure_reason, hidden_reason, hidden_violation, is_hidden, parameter_id
 from autograder.judge.perf import Perf
 from autograder.judge.ranks import Guards, RankGroup, become_subreaper
-from autograder.protocol.messages import HeldForReview, RecordKind, Status
+from autograder.judge.verdict import MAX_OUTPUT_CHARS, TestState, record_of
+from autograder.protocol.messages import HeldForReview, RecordKind
 from autograder.protocol.rules import AccountingRules, Ledger, verdict
 from autograder.protocol.run import OPT_KEY_FD, OPT_RUN, RunDescription
 from autograder.worker.session import CALL_MARKER
@@ -82,31 +74,6 @@ def _no_dumps() -> None:
         pass
 
 GPU_SKIP_REASON = "not graded here: needs a CUDA GPU"
-# Lines the profiler library (Kineto) writes to stderr each time the accounting starts or stops it
-# ("USDT:2026-12-01 10:37:00 14401:14401 SyncActivityProfilerHandler.cpp:52] profiler_start"): noise
-# in a student's captured output.
-_PROFILER_LOG = re.compile(r"^(?:USDT|INFO|WARNING):\d{4}-\d\d-\d\d [\d:]+ \d+:\d+ \w+\.cpp:\d+\].*\n?", re.MULTILINE)
-MAX_OUTPUT_CHARS = 3000
-
-
-@dataclass
-class _TestState:
-    setup: str = ""
-    call: str = ""
-    teardown: str = ""
-    call_raised: str = ""
-    entered: bool = False
-    completed: bool = False
-    output: list[str] = field(default_factory=list)
-    metrics: dict[str, float] = field(default_factory=dict)
-    attachments: list[dict[str, str]] = field(default_factory=list)  # name, file, sha256 of each attached PNG
-    not_graded: str = ""
-    duration: float = 0.0
-    violation: str = ""  # what the op / kernel accounting found; fails the test whatever pytest says
-    failure: str = ""  # one line on why the body raised: the report's reason for a failed test
-    held: str = ""  # the body raised the judge's HeldForReview: why its pass would rest on the worker's word
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("autograder")
     group.addoption(OPT_RUN, default=None, help="this run's description, written by the host (protocol/run.py)")
@@ -196,7 +163,7 @@ def perf(request: pytest.FixtureRequest) -> Perf:
     """Record perf metrics: `perf.record("name", value)`, graded against the spec's thresholds; attach
     figures: `perf.attach("name", fig)`, listed with the test's result."""
     recorder = request.config.pluginmanager.get_plugin("autograder-recorder")
-    state = recorder.state_of(request.node.nodeid) if recorder else _TestState()
+    state = recorder.state_of(request.node.nodeid) if recorder else TestState()
     folder = _run.attachments if recorder and _run is not None else None
     return Perf(state.metrics, state.attachments, nodeid=request.node.nodeid, folder=Path(folder) if folder else None)
 
@@ -223,7 +190,7 @@ class _Recorder:
         self._forbidden = list(run.forbidden)
         self._package = run.package
         self._rules = AccountingRules.from_json(run.accounting)
-        self._states: dict[str, _TestState] = {}
+        self._states: dict[str, TestState] = {}
         self._collect_errors: list[dict[str, str]] = []
         self._seq = 0
         self._dumps, self._hmac_new = json.dumps, hmac.new  # bound before student code loads
@@ -238,8 +205,8 @@ class _Recorder:
         self._sink.write(self._dumps({"body": body, "mac": mac}) + "\n")
         self._sink.flush()
 
-    def _state(self, nodeid: str) -> _TestState:
-        return self._states.setdefault(nodeid, _TestState())
+    def _state(self, nodeid: str) -> TestState:
+        return self._states.setdefault(nodeid, TestState())
 
     state_of = _state
 
@@ -342,7 +309,7 @@ class _Recorder:
             if state.violation:
                 state.output.append(f"[accounting] {state.violation}")
 
-    def _end_in_worker(self, state: _TestState, required: tuple[str, ...]) -> str:
+    def _end_in_worker(self, state: TestState, required: tuple[str, ...]) -> str:
         """End the test in the worker; the accounting verdict from its ledger ("" when it passes)."""
         if _client is None:
             return ""
@@ -376,18 +343,7 @@ class _Recorder:
         if report.when == "call" and report.capstdout:
             state.output.append(f"[stdout] {report.capstdout}")
         if report.when == "teardown":
-            self._emit(self._record(report.nodeid, state))
-
-    def _record(self, nodeid: str, state: _TestState) -> dict[str, Any]:
-        status, reason = _verdict(state)
-        output = _PROFILER_LOG.sub("", "\n".join(state.output))
-        if is_hidden(nodeid) and output:  # tracebacks echo values, the worker's output is its own
-            output = f"[output] {HIDDEN_DETAIL}"
-        if len(output) > MAX_OUTPUT_CHARS:
-            output = output[: MAX_OUTPUT_CHARS // 3] + "\n...\n" + output[-2 * MAX_OUTPUT_CHARS // 3 :]
-        return {"kind": RecordKind.TEST.value, "nodeid": nodeid, "status": status, "reason": reason,
-                "output": output, "metrics": state.metrics, "duration": state.duration,
-                "attachments": state.attachments}
+            self._emit(record_of(report.nodeid, state))
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:
         if call.when == "call":
@@ -397,7 +353,7 @@ class _Recorder:
         self._emit({"kind": RecordKind.SESSION_END.value, "exitstatus": int(session.exitstatus)})
 
 
-def _audited(state: _TestState) -> str:
+def _audited(state: TestState) -> str:
     """The guarded audit of the call the picker chose in this passed test ("" when it agrees, or when
     this is no kernel exercise or the test made no call with plain arguments)."""
     call = _client.picker.call if _client is not None and _client.picker is not None else None
@@ -407,26 +363,3 @@ def _audited(state: _TestState) -> str:
     if problem and (output := _audit.output()):
         state.output.append(f"[output of the audit worker]\n{output}")
     return problem
-
-
-def _verdict(state: _TestState) -> tuple[str, str]:
-    """(status, reason) from the three independent views of what happened."""
-    if state.setup == "skipped":
-        return Status.NOT_GRADED.value, state.not_graded or "skipped before the test body ran"
-    if state.setup == "failed":
-        return Status.ERROR.value, "setup (fixtures) failed"
-    if state.violation:
-        if state.call_raised == "NotImplementedError":  # an unwritten task: its id first, what to do next
-            return Status.FAILED.value, f"{state.failure}\n{state.violation}"
-        return Status.FAILED.value, state.violation
-    if state.call == "skipped":
-        return Status.FAILED.value, "the test was skipped from inside its body; that counts as a failure"
-    if state.held and state.call == "failed" and state.entered:  # the body stopped at HeldForReview, nothing else
-        return (Status.ERROR.value, "teardown failed") if state.teardown == "failed" else (Status.HELD.value, state.held)
-    if state.call != "passed":  # pytest's outcome
-        return Status.FAILED.value, state.failure
-    if state.call_raised or not (state.entered and state.completed):
-        return Status.FAILED.value, "pytest reported a pass the test body never reached (tampering suspected)"
-    if state.teardown == "failed":
-        return Status.ERROR.value, "teardown failed"
-    return Status.PASSED.value, ""
