@@ -106,7 +106,10 @@ def test_hf_logits_match_an_independent_llama_forward(name, models, eval_ids):
         hf = models[name](input_ids=ids[None]).logits[0]
     ref = reference_logits(raw, config, ids)
     assert torch.isfinite(hf).all()
-    torch.testing.assert_close(hf, ref, atol=2e-4, rtol=1e-4)  # fp32 both sides
+    # fp32 both sides, but different kernels (SDPA's CPU attention vs a naive softmax) whose rounding
+    # depends on the thread count: up to 1.0e-3 apart in a loaded two-worker run (|logits| ~ 10).
+    # A real bug (RoPE pairing, GQA order, the softmax scale, the tied head) moves logits by O(1).
+    torch.testing.assert_close(hf, ref, atol=3e-3, rtol=1e-3)
 
 
 @pytest.mark.parametrize("name", cd.MODEL_NAMES)
