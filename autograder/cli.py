@@ -299,17 +299,18 @@ def mutation(course: Course, aid: str, max_mutants: int, seed: int, timeout_s: f
 @click.option("--pass-factor", type=float, default=0.6, show_default=True)
 @click.option("--full-factor", type=float, default=0.9, show_default=True)
 @click.option("--write", is_flag=True, help="write the proposed bars into solutions/<id>/assignment.toml")
+@click.option("--perf-only", is_flag=True, help="grade only the files that hold perf tests")
 @sandbox_option
 @click.option("--json", "json_path", type=click.Path(), default=None, help="results.json of the last grading run")
 @click.pass_obj
 def calibrate(course: Course, aid: str, repeats: int, pass_factor: float, full_factor: float, write: bool,
-              sandbox: str, json_path: str | None) -> None:
+              perf_only: bool, sandbox: str, json_path: str | None) -> None:
     """Measure the reference's perf metrics here and propose (or write) bars for this hardware."""
     from autograder.authoring.calibrate import calibrate as run_calibration
 
     run_calibration(course=course, assignment_id=aid, repeats=repeats, pass_factor=pass_factor,
                     full_factor=full_factor, write=write, sandbox=sandbox, say=console.print,
-                    json_path=Path(json_path) if json_path else None)
+                    json_path=Path(json_path) if json_path else None, perf_only=perf_only)
 
 
 @cli.command()

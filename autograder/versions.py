@@ -57,7 +57,23 @@ def installed() -> dict[str, str]:
             out[package] = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
             out[package] = ""
+    out["torch"] = _torch_build(out["torch"])
     return out
+
+
+def _torch_build(metadata_version: str) -> str:
+    """torch's version as the running build reports it ('2.11.0+cu130').
+
+    Some images install torch with metadata that drops the local build tag ('2.11.0') although the
+    build is the CUDA 13.0 one; the running module's `torch.__version__` always carries it.
+    """
+    if not metadata_version or "+" in metadata_version:
+        return metadata_version
+    try:
+        import torch
+    except ImportError:
+        return metadata_version
+    return str(torch.__version__)
 
 
 def environment_here(root: Path) -> Environment:

@@ -14,7 +14,7 @@ python3 -c "import torch, triton, transformers; print(torch.cuda.get_device_name
 for id in "${ids[@]}"; do
     echo "=== $id"
     if grep -q '^\[perf\.' "solutions/$id/assignment.toml"; then  # one grading run measures and grades
-        python3 -m autograder calibrate "$id" --write --json "$out/$id.results.json" 2>&1 | tee "$out/$id.calibrate.txt"
+        python3 -m autograder calibrate "$id" --write --perf-only --json "$out/$id.results.json" 2>&1 | tee "$out/$id.calibrate.txt"
         cp "solutions/$id/assignment.toml" "$out/$id.assignment.toml"
     else
         python3 -m autograder grade "$id" --solution --json "$out/$id.results.json" 2>&1 | tail -40

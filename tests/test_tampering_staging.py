@@ -189,3 +189,20 @@ def test_a_hidden_tests_reason_keeps_the_judges_words_and_drops_the_workers():
                f"{secret}")
     kept = hidden_violation(verdict)
     assert secret not in kept and "forbidden here (aten::mm*)" in kept and "outside its own Triton kernels" in kept
+
+
+def test_a_hidden_failure_is_explained_for_the_reference_and_redacted_for_a_submission(demo_course, tmp_path):
+    """Grading the course's own reference, an instructor reads why a hidden test failed (its message
+    and output); the same code handed in as a submission gets the redacted line."""
+    hidden = demo_course.solution_dir("s00_demo") / "hidden" / "test_ops_hidden.py"
+    hidden.write_text(hidden.read_text() + '\n\n@pytest.mark.points(1)\ndef test_reveal_probe():\n'
+                      '    print("probe-output-7")\n    assert add(1, 2) == 4, "probe-message-7"\n')
+    sub = tmp_path / "submission"
+    shutil.copytree(demo_course.solution_dir("s00_demo") / "demo", sub / "demo")
+    for solution, kwargs in ((True, {"solution": True}), (False, {"submission": sub})):
+        result = grade_assignment(course=demo_course, assignment_id="s00_demo", only_files=[f"hidden/{hidden.name}"],
+                                  **kwargs)
+        probe = next(t for t in result.tests if t.test.nodeid.endswith("test_reveal_probe"))
+        text = probe.reason + probe.output
+        assert probe.status == "failed", (solution, probe.status, text)
+        assert ("probe-message-7" in text and "probe-output-7" in text) == solution, (solution, text)

@@ -79,3 +79,15 @@ def test_versions_quoted_in_the_notes_are_those_of_an_environment():
     assert quotes
     stale = [q for q in quotes if (q[1], q[2]) not in known]
     assert not stale, stale
+
+
+def test_torch_installed_without_its_build_tag_is_read_from_the_running_module():
+    """Some images' torch metadata says '2.11.0' for the cu130 build; the running module says
+    '2.11.0+cu130', and that is what an environment names."""
+    import torch
+
+    from autograder.versions import _torch_build
+
+    assert _torch_build(torch.__version__.split("+")[0]) == torch.__version__
+    assert _torch_build("2.11.0+cu130") == "2.11.0+cu130"  # a tagged version is taken as it is
+    assert _torch_build("") == ""  # not installed stays not installed

@@ -18,7 +18,7 @@ from pathlib import Path
 from autograder.hardware import hardware_tag
 from autograder.host import report
 from autograder.errors import GraderError
-from autograder.host.grade import grade_assignment
+from autograder.host.grade import expected_tests, grade_assignment
 from autograder.host.repo import Course
 from autograder.versions import environment_here
 
@@ -84,13 +84,19 @@ def set_threshold(text: str, metric: str, tag: str, bar: Proposal, comment: str,
 
 def calibrate(*, course: Course, assignment_id: str, repeats: int = 1, pass_factor: float = 0.6,
               full_factor: float = 0.9, write: bool = False, sandbox: str = "auto",
-              say: Callable[[str], None] = print, json_path: Path | None = None) -> list[Proposal]:
+              say: Callable[[str], None] = print, json_path: Path | None = None,
+              perf_only: bool = False) -> list[Proposal]:
+    """Grade the reference `repeats` times (only its perf tests' files with `perf_only`: a bar needs
+    nothing else, and a long hidden suite need not run on a rented GPU) and propose bars from the
+    median of each graded metric; `write` puts them into its assignment.toml."""
     tag = hardware_tag()
     env = environment_here(course.root).name if write else "?"  # a bar names the software it was measured with
     spec = course.spec(assignment_id)
     values: dict[str, list[float]] = {}
+    only = sorted({t.file for t in expected_tests(course, assignment_id) if t.perf}) if perf_only else None
     for _ in range(repeats):
-        result = grade_assignment(course=course, assignment_id=assignment_id, solution=True, sandbox=sandbox)
+        result = grade_assignment(course=course, assignment_id=assignment_id, solution=True, sandbox=sandbox,
+                                  only_files=only)
         report.print_result(result)
         if json_path:
             report.write_json(json_path, [result])

@@ -93,6 +93,7 @@ class _Job:
     import_error: str = ""  # from the probe: prefixed to the reason of every test that reported nothing
     first_failure: bool = False  # stop each run at its first failed test; keep only the tests that reported
     tally: Tally | None = None  # progress test by test, when the caller asked for it
+    reference: bool = False  # the course's own solution: hidden tests report their messages in full
 
     def request(self, argv: list[str], workdir: Path, wall_s: float, **kw: object) -> RunRequest:
         """The sandboxed run of `argv` in `workdir`, with this grading's limits, exposures and env."""
@@ -117,7 +118,7 @@ def _run_files(job: _Job, name: str, test_files: list[str], *, batch: bool) -> t
     attachments = workdir / ATTACHMENTS_DIR  # the worker may reach these: the host keeps only bytes whose hash is signed
     run = RunDescription(package=spec.package, given=tuple(spec.packages[1:]), forbidden=tuple(spec.limits.forbidden),
                          accounting=spec.accounting.to_json(), results=str(results_file), attachments=str(attachments),
-                         worker_hides=_worker_hides(workdir, test_files))
+                         worker_hides=_worker_hides(workdir, test_files), reveal_hidden=job.reference)
     argv = [sys.executable, "-m", "pytest", *test_files, "-p", "autograder.judge.plugin",
             OPT_RUN, str(run.write(results_file.parent / RUN_FILE)), "-p", "no:cacheprovider",
             "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
@@ -251,7 +252,7 @@ def grade_assignment(
         flagged = [] if solution else scan_package(package.files, base)  # holds passed tests (below)
         tally = Tally(sum(t.file in files for t in expected), progress) if progress else None
         job = _Job(backend, spec, course, root, master_dir, package.files, expected, tag, threads,
-                   first_failure=first_failure, tally=tally)
+                   first_failure=first_failure, tally=tally, reference=solution)
         if refused := _refused(spec, package.files, base):
             result.notes.insert(0, refused)
             result.tests = [TestResult(t, FAILED, refused) for t in expected if t.file in files]

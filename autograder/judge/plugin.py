@@ -55,6 +55,12 @@ def client_if_started() -> WorkerClient | None:
     return _client
 
 
+def _redacted(nodeid: str) -> bool:
+    """Whether this test's messages and output stay out of its record: a hidden test's, unless the
+    host grades the course's own reference (then an instructor reads why a hidden test failed)."""
+    return is_hidden(nodeid) and not (_run is not None and _run.reveal_hidden)
+
+
 def has_guarded_audit() -> bool:
     """Whether this run is a kernel exercise with an audit worker (where timed callables are made again)."""
     return _audit is not None
@@ -298,13 +304,13 @@ class _Recorder:
             state.call_raised = f"{type(exc).__name__}"
             if isinstance(exc, HeldForReview):  # the judge's own class: a worker's exception is a mirror, never this
                 state.held = str(exc).strip() or "held for an instructor's review"
-            state.failure = hidden_reason(exc) if is_hidden(item.nodeid) else failure_reason(exc)
+            state.failure = hidden_reason(exc) if _redacted(item.nodeid) else failure_reason(exc)
             raise
         finally:
             state.violation = self._end_in_worker(state, required)
             if passed and not state.violation and required:
                 state.violation = _audited(state)
-            if state.violation and is_hidden(item.nodeid):  # its ledger's names are the worker's text
+            if state.violation and _redacted(item.nodeid):  # its ledger's names are the worker's text
                 state.violation = hidden_violation(state.violation)
             if state.violation:
                 state.output.append(f"[accounting] {state.violation}")
@@ -343,7 +349,7 @@ class _Recorder:
         if report.when == "call" and report.capstdout:
             state.output.append(f"[stdout] {report.capstdout}")
         if report.when == "teardown":
-            self._emit(record_of(report.nodeid, state))
+            self._emit(record_of(report.nodeid, state, redact=_redacted(report.nodeid)))
 
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> None:
         if call.when == "call":

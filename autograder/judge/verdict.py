@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograder.judge.feedback import HIDDEN_DETAIL, is_hidden
+from autograder.judge.feedback import HIDDEN_DETAIL
 from autograder.protocol.messages import RecordKind, Status
 
 # Lines the profiler library (Kineto) writes to stderr each time the accounting starts or stops it
@@ -61,12 +61,12 @@ def verdict(state: TestState) -> tuple[str, str]:
     return Status.PASSED.value, ""
 
 
-def record_of(nodeid: str, state: TestState) -> dict[str, Any]:
+def record_of(nodeid: str, state: TestState, *, redact: bool) -> dict[str, Any]:
     """The TEST record of one finished test: its verdict and its output, hidden tests' output redacted
     (tracebacks echo values; the worker's output is its own) and long output cut in the middle."""
     status, reason = verdict(state)
     output = PROFILER_LOG.sub("", "\n".join(state.output))
-    if is_hidden(nodeid) and output:
+    if redact and output:
         output = f"[output] {HIDDEN_DETAIL}"
     if len(output) > MAX_OUTPUT_CHARS:
         output = output[: MAX_OUTPUT_CHARS // 3] + "\n...\n" + output[-2 * MAX_OUTPUT_CHARS // 3 :]

@@ -34,6 +34,7 @@ class RunDescription:
     manifest: str | None = None
     attachments: str | None = None
     worker_hides: tuple[str, ...] = ()
+    reveal_hidden: bool = False  # the reference is graded: hidden tests' messages are the course's own
 
     def __post_init__(self) -> None:
         if type(self.package) is not str or not self.package.isidentifier():
@@ -47,6 +48,8 @@ class RunDescription:
         for name in ("results", "manifest", "attachments"):
             if getattr(self, name) is not None and type(getattr(self, name)) is not str:
                 raise ValueError(f"run description: {name} must be a path or absent")
+        if type(self.reveal_hidden) is not bool:
+            raise ValueError(f"run description: reveal_hidden must be true or false, got {self.reveal_hidden!r}")
         if (self.results is None) == (self.manifest is None):
             raise ValueError("run description: a run writes either results (grading) or a manifest (collection)")
 
