@@ -187,6 +187,29 @@ def test_a_host_event_covering_less_than_half_the_gap_is_not_its_cause(tmp_path)
 
 
 @pytest.mark.points(1)
+def test_a_host_event_covering_exactly_half_the_gap_is_its_cause(tmp_path):
+    """The rule is "at least half": aten::foo [5, 15) covers [10, 15) of the gap [10, 20), exactly half."""
+    t = TraceBuilder()
+    t.launch(-5, "a", 0, 10)
+    t.op("aten::foo", 5, 10)
+    t.launch(18, "b", 20, 5)
+    got = w_gap_cause(t.write(tmp_path / "half.json"))
+    assert got["gap"][:2] == [10, 20] and got["cause"] is not None and got["cause"][0] == "aten::foo", got
+
+
+@pytest.mark.points(1)
+def test_a_gap_of_exactly_min_us_is_not_longer_than_min_us(tmp_path):
+    """gaps(min_us) keeps the idle intervals *longer* than min_us: [10, 20) is 10 us, not longer than 10."""
+    t = TraceBuilder()
+    t.launch(0, "a", 0, 10)
+    t.launch(1, "b", 20, 5)
+    t.launch(2, "c", 40, 5)
+    path = t.write(tmp_path / "t.json")
+    assert [(g[0], g[1]) for g in w_gaps(path, 10.0)] == [(25, 40)]
+    assert [(g[0], g[1]) for g in w_gaps(path, 9.999)] == [(10, 20), (25, 40)]
+
+
+@pytest.mark.points(1)
 def test_of_equal_gaps_the_first_is_the_largest(tmp_path):
     t = TraceBuilder()
     t.launch(0, "a", 10, 10)
