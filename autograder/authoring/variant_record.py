@@ -68,15 +68,15 @@ def _graded_bytes(rel: Path, path: Path) -> bytes:
 def fingerprint(course: Course, assignment_id: str) -> str:
     """sha256 over the assignment's graded files, its given packages and the course data package."""
     solution_dir = course.solution_dir(assignment_id)
-    h = hashlib.sha256(b"autograder-variants-v1")
-    for rel in course_files(solution_dir):
-        if _graded_on(rel):
-            h.update(f"{assignment_id}/{rel.as_posix()}".encode() + b"\0" + _graded_bytes(rel, solution_dir / rel) + b"\0")
     coursedata = course.root / "coursedata"
-    for rel in course_files(coursedata):
-        h.update(f"coursedata/{rel.as_posix()}".encode() + b"\0" + (coursedata / rel).read_bytes() + b"\0")
-    for path, data in sorted(given_packages(course, course.spec(assignment_id)).items()):
-        h.update(f"given/{path.as_posix()}".encode() + b"\0" + data + b"\0")
+    files = [*((f"{assignment_id}/{rel.as_posix()}", _graded_bytes(rel, solution_dir / rel))
+               for rel in course_files(solution_dir) if _graded_on(rel)),
+             *((f"coursedata/{rel.as_posix()}", (coursedata / rel).read_bytes()) for rel in course_files(coursedata)),
+             *((f"given/{path.as_posix()}", data)
+               for path, data in sorted(given_packages(course, course.spec(assignment_id)).items()))]
+    h = hashlib.sha256(b"autograder-variants-v1")
+    for name, data in files:  # name NUL bytes NUL: no two file lists hash alike
+        h.update(name.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 
