@@ -37,3 +37,18 @@ def test_written_bars_parse_back_and_keep_other_tags():
     assert spec.perf["latency"].thresholds["h200"].full_bar == 3.33
     assert spec.perf["latency"].thresholds["h100"].pass_bar == 2  # untouched
     assert spec.perf["speed"].thresholds["h200"].env == "gpu-image-1"
+
+
+def test_perf_only_calibration_grades_the_perf_files_alone(demo_course):
+    """`calibrate --perf-only` grades only the files that hold perf tests (a long hidden suite need
+    not run on a rented GPU) and still proposes a bar for each metric they record."""
+    import json
+
+    from autograder.authoring.calibrate import calibrate
+
+    said, graded = [], demo_course.root / "graded.json"
+    proposals = calibrate(course=demo_course, assignment_id="s00_demo", perf_only=True, say=said.append,
+                          json_path=graded)
+    assert [p.metric for p in proposals] == ["ops_ratio"] and proposals[0].value == 1.5, said
+    files = {t["name"].split(": ", 1)[1].split("::")[0] for t in json.loads(graded.read_text())["tests"]}
+    assert files == {"hidden/test_ops_hidden.py"}, files

@@ -506,3 +506,45 @@ def test_split_kv_merge_equals_softmax_attention():
     assert d["splits"] == math.ceil(len(d["table"]) * mod.BLOCK_SIZE / mod.SPLIT_TOKENS)
     assert sum(d["weights"]) == pytest.approx(1.0, abs=1e-12)
     assert len(set(d["table"])) == len(d["table"]) == math.ceil(mod.CONTEXT / mod.BLOCK_SIZE)
+
+
+# --- 21. DDP buckets vs torch's own bucketing ------------------------------------------------------
+def test_ddp_overlap_buckets_equal_torch_ddp_bucketing():
+    import torch.distributed as dist
+
+    mod = FIG["ddp_overlap"]
+    d = fig_data("ddp_overlap")
+    numels = mod._numels()
+    assert sum(numels) == 124_439_808  # GPT-2 small, tied output layer
+    order = list(range(len(numels) - 1, -1, -1))
+    tensors = [torch.empty(numels[i], device="meta") for i in order]
+    buckets, _ = dist._compute_bucket_assignment_by_size(tensors, [mod.CAP_MIB * 2**20], [False] * len(order), order)
+    assert d["buckets"] == len(buckets)
+    mib = [sum(numels[i] * mod.BYTES for i in b) / 2**20 for b in buckets]
+    assert [s["mib"] for s in d["spans"]] == pytest.approx(mib)
+    assert all(a["start"] + a["dur"] <= b["start"] + 1e-12 for a, b in zip(d["spans"], d["spans"][1:]))
+
+
+
+# --- s15. PPO's clipped surrogate and GRPO's per-token weights, from their closed forms ----------------
+def test_ppo_clip_objective_is_the_closed_form_min():
+    mod = FIG["ppo_clip"]
+    d = fig_data("ppo_clip")
+    for adv in (1.0, -1.0):
+        for r, objective, slope in zip(mod.RATIOS, d[adv]["objective"], d[adv]["slope"]):
+            clipped = min(max(r, 1 - mod.EPS), 1 + mod.EPS)
+            assert objective == pytest.approx(min(r * adv, clipped * adv), abs=1e-6)
+            flat = (adv > 0 and r > 1 + mod.EPS) or (adv < 0 and r < 1 - mod.EPS)
+            assert slope == pytest.approx(0.0 if flat else adv, abs=1e-5), (adv, r)
+
+
+def test_grpo_length_weights_are_a_over_each_denominator():
+    mod = FIG["grpo_length_weights"]
+    d = fig_data("grpo_length_weights")
+    rewards = np.array(mod.REWARDS)
+    adv = (rewards - rewards.mean()) / (rewards.std(ddof=1) + 1e-4)  # TRL: unbiased std + 1e-4
+    np.testing.assert_allclose(d["advantages"], adv, rtol=1e-6)
+    g, total = len(mod.LENGTHS), sum(mod.LENGTHS)
+    denominators = {"grpo": [g * n for n in mod.LENGTHS], "bnpo": [total] * g, "dr_grpo": [g * mod.T] * g}
+    for loss_type, dens in denominators.items():
+        np.testing.assert_allclose(d["weights"][loss_type], [-a / n for a, n in zip(adv, dens)], rtol=1e-6)
