@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-import autograder.host.grade as grade_module
+import autograder.host.runs as runs_module
 from autograder.host import report
 from autograder.errors import GraderError
 from autograder.host.grade import grade_assignment
@@ -101,13 +101,13 @@ def test_a_missing_submission_folder_still_writes_results_json(demo_course, tmp_
 
 @needs_bwrap
 def test_a_sandbox_without_the_grader_is_a_grader_error_not_a_student_zero(demo_course, tmp_path, monkeypatch):
-    original = grade_module._exposed
+    original = runs_module._exposed
 
     def without_the_grader(course):
         hide, expose = original(course)
         return hide, tuple(p for p in expose if p.name != "autograder")  # the plugin cannot be imported
 
-    monkeypatch.setattr(grade_module, "_exposed", without_the_grader)
+    monkeypatch.setattr(runs_module, "_exposed", without_the_grader)
     sub = _submission(tmp_path, demo_course, "def add(a, b):\n    return a + b\n" + MEAN)
     with pytest.raises(GraderError, match="grader set-up error, not the submission's fault") as error:
         _grade(demo_course, sub, sandbox="bwrap")

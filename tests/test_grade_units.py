@@ -1,4 +1,4 @@
-from autograder.host.grade import _groups
+from autograder.host.runs import _groups
 from autograder.hardware import _nvidia_device_present
 
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.host.grade import _groups, _worker_hides, grade_assignment
+from autograder.host.grade import grade_assignment
+from autograder.host.runs import _groups, _worker_hides
 from autograder.host.report import gradescope
 from autograder.host.stage import stage
 from autograder.judge import worker_view

@@ -31,7 +31,7 @@ from autograder.errors import GraderError
 from autograder.host import atomic, report
 from autograder.host.course_files import course_files
 from autograder.host.fingerprint import grader_version, tree_hash
-from autograder.host.grade import GRADER_ROOT
+from autograder.host.repo import GRADER_ROOT
 from autograder.host.render import render_release
 from autograder.host.repo import Course
 from autograder.host.submission import grade_submission, write_results

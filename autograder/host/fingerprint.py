@@ -22,7 +22,7 @@ from pathlib import Path
 
 import autograder
 from autograder.host.course_files import counts, course_files
-from autograder.host.grade import GRADER_ROOT
+from autograder.host.repo import GRADER_ROOT
 from autograder.host.render import given_packages, render_release
 from autograder.host.repo import Course
 from autograder.host.spec import AssignmentSpec

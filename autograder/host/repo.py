@@ -9,6 +9,8 @@ from pathlib import Path
 from autograder.errors import GraderError
 from autograder.host.spec import AssignmentSpec, load_spec
 
+GRADER_ROOT = Path(__file__).resolve().parents[2]  # the checkout holding autograder/ (the course may be elsewhere)
+
 
 def find_root(start: Path | None = None) -> Path:
     """The course root: $COURSE_ROOT, else the nearest parent holding assignments/ or solutions/."""
