@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 
 import autograder.host.runs as runs_module
-from autograder.host import report
+from autograder.host import report, result_files
 from autograder.errors import GraderError
 from autograder.host.grade import grade_assignment
 from autograder.sandbox.bwrap import BwrapBackend
@@ -76,7 +76,7 @@ def test_links_into_the_reference_are_refused_and_the_stub_graded(demo_course, t
     note = f"{linked} is a symbolic link; submit the {kind} itself"
     assert result.score == 0
     assert any(n.startswith(note) for n in result.notes), result.notes
-    assert note in _printed(result) and note in report.gradescope([result])["output"]
+    assert note in _printed(result) and note in result_files.gradescope([result])["output"]
 
 
 def test_rich_markup_in_an_error_message_neither_crashes_the_report_nor_loses_points(demo_course, tmp_path):
@@ -121,7 +121,7 @@ def test_a_syntax_error_is_shown_once_first_and_named_in_each_test(demo_course, 
     assert result.score == 0 and result.notes[0].startswith(first), result.notes
     graded = [t for t in result.tests if t.status != "not_graded"]
     assert graded and all(t.reason.startswith(first) for t in graded), [t.reason for t in result.tests]
-    assert report.gradescope([result])["output"].count(first) == 1
+    assert result_files.gradescope([result])["output"].count(first) == 1
 
 
 @pytest.mark.parametrize("sandbox", ["none", pytest.param("bwrap", marks=needs_bwrap),
@@ -141,7 +141,7 @@ def test_a_deleted_file_is_named_and_the_stub_graded_in_its_place(demo_course, t
     result = _grade(demo_course, sub)
     note = "demo/ops.py is missing from the submission: the untouched stub was graded in its place"
     assert result.score == 0 and note in result.notes
-    assert note in _printed(result) and note in report.gradescope([result])["output"]
+    assert note in _printed(result) and note in result_files.gradescope([result])["output"]
 
 
 def test_a_deleted_init_still_grades_the_rest_with_a_note(demo_course, tmp_path):

@@ -109,7 +109,7 @@ def test_pass_rates_put_the_tests_the_class_fails_most_first_and_skip_tests_not_
 
 
 def test_exports_give_each_student_their_results_with_the_instructors_points(tmp_path):
-    from autograder.host import report
+    from autograder.host import result_files
     from autograder.host.results import AssignmentResult
 
     result = AssignmentResult("s00_demo", "Demo", "cpu", "none", "x")
@@ -117,7 +117,7 @@ def test_exports_give_each_student_their_results_with_the_instructors_points(tmp
     gpu = ExpectedTest("hidden/test_b.py::on_gpu", "hidden/test_b.py", 2.0, True, False)
     result.tests = [TestResult(ExpectedTest("tests/test_a.py::t0", "tests/test_a.py", 1.0, False, False), "passed",
                                score=1.0), TestResult(written, "manual", "pending"), TestResult(gpu, "not_graded")]
-    report.write_json(tmp_path / "s00_demo" / "results" / "alice.json", [result])
+    result_files.write_json(tmp_path / "s00_demo" / "results" / "alice.json", [result])
     with Gradebook(tmp_path / "gradebook.sqlite") as book:
         book.record(_grade("alice", 1, written="manual", results_path="s00_demo/results/alice.json",
                            late=Late("2027-01-11T10:00:00+00:00", 1, 0.5, "1 day late: -50%")))

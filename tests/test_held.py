@@ -14,7 +14,7 @@ from conftest import FIXTURES
 
 from autograder.classroom.export import pass_rates, student_grades
 from autograder.classroom.gradebook import GRADED, Gradebook, GradeKey, GradeRecord, Outcome
-from autograder.host import report
+from autograder.host import report, result_files
 from autograder.host.collect import _from_record
 from autograder.host.course_files import ignore
 from autograder.host.grade import grade_assignment
@@ -87,7 +87,7 @@ def test_heldforreview_raised_in_the_judge_holds_with_its_reason_and_a_worker_s_
 
 def test_held_tests_are_named_with_their_reason_in_every_report(flagged, tmp_path):
     result, _ = flagged
-    report.write_files([result], error=None, meta=None, json_path=str(tmp_path / "r.json"),
+    result_files.write_files([result], error=None, meta=None, json_path=str(tmp_path / "r.json"),
                        junit_path=str(tmp_path / "j.xml"), markdown_path=str(tmp_path / "s.md"))
     data = json.loads((tmp_path / "r.json").read_text())
     row = next(r for r in data["tests"] if r["name"].endswith("test_a_speed_past_the_card_is_held"))
@@ -151,7 +151,7 @@ def test_an_instructor_releases_or_denies_held_tests_in_the_results_file(flagged
 
     result, _ = flagged
     path = tmp_path / "r.json"
-    report.write_files([result], error=None, meta=None, json_path=str(path), junit_path=None, markdown_path=None)
+    result_files.write_files([result], error=None, meta=None, json_path=str(path), junit_path=None, markdown_path=None)
     data = json.loads(path.read_text())
     assert data["score"] == 0
     with pytest.raises(ValueError, match="no held test 'test_nothing_like_it'.*test_add_small_integers"):

@@ -1,6 +1,6 @@
 import json
 
-from autograder.host import report
+from autograder.host import report, result_files
 from autograder.host.results import AssignmentResult, ExpectedTest, TestResult
 
 GRADESCOPE_TOP = {"score", "execution_time", "output", "visibility", "stdout_visibility", "tests", "leaderboard"}
@@ -17,7 +17,7 @@ def _result(statuses, hidden_available=True):
 
 def test_gradescope_file_has_the_documented_schema(tmp_path):
     path = tmp_path / "results.json"
-    report.write_json(path, [_result(["passed", "failed", "not_graded"])])
+    result_files.write_json(path, [_result(["passed", "failed", "not_graded"])])
     data = json.loads(path.read_text())
     assert set(data) == GRADESCOPE_TOP
     assert all(set(t) == GRADESCOPE_TEST for t in data["tests"])
@@ -26,7 +26,7 @@ def test_gradescope_file_has_the_documented_schema(tmp_path):
 
 def test_results_file_is_written_even_when_grading_crashed(tmp_path):
     path = tmp_path / "results.json"
-    report.write_json(path, [], error="could not collect the master tests")
+    result_files.write_json(path, [], error="could not collect the master tests")
     data = json.loads(path.read_text())
     assert data["score"] == 0 and data["tests"] == [] and "grading failed" in data["output"]
 
@@ -42,9 +42,9 @@ def test_summary_claims_all_passed_only_when_everything_ran():
 def test_junit_and_markdown_name_failures(tmp_path):
     r = _result(["passed", "failed"])
     r.tests[1].reason = "assert 1 == 2"
-    report.write_junit(tmp_path / "j.xml", [r])
+    result_files.write_junit(tmp_path / "j.xml", [r])
     assert '<failure message="assert 1 == 2"' in (tmp_path / "j.xml").read_text()
-    assert "assert 1 == 2" in report.markdown([r])
+    assert "assert 1 == 2" in result_files.markdown([r])
 
 
 def test_terminal_table_folds_passing_files_and_names_the_error_of_failures():

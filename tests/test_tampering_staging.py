@@ -26,7 +26,7 @@ import pytest
 
 from autograder.host.grade import grade_assignment
 from autograder.host.runs import _groups, _worker_hides
-from autograder.host.report import gradescope
+from autograder.host.result_files import gradescope
 from autograder.host.stage import stage
 from autograder.judge import worker_view
 from autograder.sandbox import RunRequest

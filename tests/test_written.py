@@ -13,7 +13,8 @@ import pytest
 
 from autograder.authoring.stubs import leaked_solutions, write_assignment
 from autograder.host.grade import grade_assignment
-from autograder.host.report import gradescope, markdown, summary_line
+from autograder.host.report import summary_line
+from autograder.host.result_files import gradescope, markdown
 from autograder.host.spec import parse_spec
 from autograder.host.written import answer_text, record_manual
 

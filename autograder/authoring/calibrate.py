@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.hardware import hardware_tag
-from autograder.host import report
+from autograder.host import report, result_files
 from autograder.errors import GraderError
 from autograder.host.grade import expected_tests, grade_assignment
 from autograder.host.repo import Course
@@ -99,7 +99,7 @@ def calibrate(*, course: Course, assignment_id: str, repeats: int = 1, pass_fact
                                   only_files=only)
         report.print_result(result)
         if json_path:
-            report.write_json(json_path, [result])
+            result_files.write_json(json_path, [result])
         for t in result.tests:
             if t.test.perf and t.status in ("passed", "not_graded"):
                 for name, value in t.metrics.items():

@@ -27,7 +27,7 @@ from autograder.classroom.discover import safe_name
 from autograder.classroom.gradebook import GRADED, Gradebook, Outcome
 from autograder.classroom.reviews import HeldTest, held_of, trail
 from autograder.host import atomic
-from autograder.host.report import upload_form
+from autograder.host.result_files import upload_form
 from autograder.host.results import HELD, MANUAL, NOT_GRADED, PASSED
 from autograder.host.review import record_review, verdict
 from autograder.host.written import record_manual

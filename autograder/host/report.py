@@ -1,4 +1,5 @@
-"""Report: a terminal table, Gradescope `results.json`, JUnit XML and a Markdown summary.
+"""Report: the terminal table and the one-line summary of a grading (the files, Gradescope's
+results.json, JUnit XML and Markdown: host/result_files.py).
 
 The summary never says "all tests passed" unless every test ran here, hidden ones included, and
 none is held for an instructor's review (HELD: named with its reason everywhere, no points counted). Text a
@@ -8,19 +9,13 @@ a "[/]" in an error message must print, not crash the report.
 
 from __future__ import annotations
 
-import copy
-import json
-import xml.etree.ElementTree as ET
-from pathlib import Path
-
 from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from autograder.host import atomic
-from autograder.host.attachments import as_json, listing, output_lines
+from autograder.host.attachments import listing
 from autograder.host.results import ERROR, FAILED, HELD, MANUAL, NOT_GRADED, PASSED, AssignmentResult, TestResult
 from autograder.protocol.text import shorten
 
@@ -28,7 +23,7 @@ STYLE = {PASSED: "green", FAILED: "red", ERROR: "red", NOT_GRADED: "yellow", MAN
 HELD_NOTE = "held for an instructor's review; no points counted"
 
 
-def _fmt(x: float) -> str:
+def points_text(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
@@ -36,7 +31,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
-def _tests_here(result: AssignmentResult) -> list[TestResult]:
+def tests_here(result: AssignmentResult) -> list[TestResult]:
     """The tests this machine grades or holds: a written answer counts whether filled in or not."""
     return [t for t in result.tests if t.status != NOT_GRADED]
 
@@ -44,9 +39,9 @@ def _tests_here(result: AssignmentResult) -> list[TestResult]:
 def summary_line(result: AssignmentResult) -> str:
     """One honest sentence on the outcome of an assignment. Its denominators (points, tests) stay
     the same whether a written answer is filled in (pending) or not (failed), or a test is held."""
-    here = _tests_here(result)
+    here = tests_here(result)
     passed = sum(t.status == PASSED for t in here)
-    line = f"{result.id}: {_fmt(result.score)}/{_fmt(result.possible)} points, {passed}/{len(here)} tests passed"
+    line = f"{result.id}: {points_text(result.score)}/{points_text(result.possible)} points, {passed}/{len(here)} tests passed"
     gaps = []
     if result.not_graded:
         gaps.append(f"{_count(len(result.not_graded), 'test')} not graded here (needs other hardware)")
@@ -54,11 +49,11 @@ def summary_line(result: AssignmentResult) -> str:
         gaps.append("hidden tests not run (student release)")
     if result.pending:
         points = sum(t.test.points for t in result.pending)
-        gaps.append(f"{_count(len(result.pending), 'written answer')} ({_fmt(points)} points) pending an "
+        gaps.append(f"{_count(len(result.pending), 'written answer')} ({points_text(points)} points) pending an "
                     "instructor's grading")
     if result.held:
         points = sum(t.test.points for t in result.held)
-        gaps.append(f"{_count(len(result.held), 'test')} ({_fmt(points)} points) {HELD_NOTE}")
+        gaps.append(f"{_count(len(result.held), 'test')} ({points_text(points)} points) {HELD_NOTE}")
     if gaps:
         line += "; " + "; ".join(gaps)
     elif here and passed == len(here):
@@ -80,7 +75,7 @@ def _detail(t: TestResult) -> str:
 
 
 def _test_row(t: TestResult, label: str) -> tuple[str, ...]:
-    points = f"{_fmt(t.score)}/{_fmt(t.test.points)}" if t.graded else f"–/{_fmt(t.test.points)}"
+    points = f"{points_text(t.score)}/{points_text(t.test.points)}" if t.graded else f"–/{points_text(t.test.points)}"
     status = f"[{STYLE.get(t.status, 'white')}]{t.status.replace('_', ' ')}[/]"
     return (escape(label), "hidden" if t.test.hidden else "public", status, points, f"{t.duration_s:.1f}s", _detail(t))
 
@@ -91,14 +86,14 @@ def _file_rows(tests: list[TestResult], verbose: bool) -> list[tuple[str, ...]]:
     suite = "hidden" if tests[0].test.hidden else "public"
     quiet = [t for t in tests if t.status == PASSED and not t.perf_notes] if not verbose else []
     if len(quiet) == len(tests):
-        points = f"{_fmt(sum(t.score for t in tests))}/{_fmt(sum(t.test.points for t in tests))}"
+        points = f"{points_text(sum(t.score for t in tests))}/{points_text(sum(t.test.points for t in tests))}"
         return [(escape(f"{file} ({len(tests)} tests)"), suite, "[green]passed[/]", points,
                  f"{sum(t.duration_s for t in tests):.1f}s", "")]
     rows = [(f"[bold]{escape(file)}[/]", suite, "", "", "", "")]
     rows += _failing_rows([t for t in tests if t not in quiet], suite, fold=not verbose)
     if quiet:
         rows.append((f"  … {len(quiet)} more passed (V=1 names them)", suite, "[green]passed[/]",
-                     f"{_fmt(sum(t.score for t in quiet))}/{_fmt(sum(t.test.points for t in quiet))}", "", ""))
+                     f"{points_text(sum(t.score for t in quiet))}/{points_text(sum(t.test.points for t in quiet))}", "", ""))
     return rows
 
 
@@ -115,8 +110,8 @@ def _failing_rows(tests: list[TestResult], suite: str, fold: bool = True) -> lis
     for group in by_reason.values():
         rows.append(_test_row(group[0], "  " + group[0].test.nodeid.split("::", 1)[-1]))
         if len(group) > 1:
-            earned = _fmt(sum(t.score for t in group[1:])) if group[0].graded else "–"  # a held test earns nothing yet
-            points = f"{earned}/{_fmt(sum(t.test.points for t in group[1:]))}"
+            earned = points_text(sum(t.score for t in group[1:])) if group[0].graded else "–"  # a held test earns nothing yet
+            points = f"{earned}/{points_text(sum(t.test.points for t in group[1:]))}"
             how = "held" if group[0].status == HELD else "failing"
             rows.append((f"  … {len(group) - 1} more {how} the same way (V=1 names them)", suite,
                          f"[{STYLE.get(group[0].status, 'white')}]{group[0].status}[/]",
@@ -204,136 +199,3 @@ def print_result(result: AssignmentResult, console: Console | None = None, verbo
     for note in result.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
     console.print(f"[bold]{escape(summary_line(result))}[/]  ({result.wall_s:.1f} s)")
-
-
-def _visibility(t: TestResult) -> str:
-    return "after_due_date" if t.test.hidden else "visible"
-
-
-def gradescope(results: list[AssignmentResult], *, error: str | None = None, meta: dict | None = None) -> dict:
-    """Gradescope's results.json schema; with `error`, a valid file that explains the crash (marked
-    `grading_failed` in its extra_data, so no caller takes it for a grade); `meta` (what identifies the
-    grading: submission hash, grader version) goes to the top-level extra_data."""
-    tests = []
-    for result in results:
-        for n, t in enumerate(result.tests, 1):
-            output = "\n".join(filter(None, [t.reason, "; ".join(t.perf_notes), *output_lines(t.attachments), t.output]))
-            tests.append({
-                "name": f"{result.id}: {t.test.nodeid}", "number": f"{result.id}.{n}",
-                # a pending written answer is 0 of 0 until `autograder manual` records its points
-                "score": round(t.score, 4), "max_score": t.max_score,
-                "status": {PASSED: "passed", MANUAL: "pending", HELD: "pending"}.get(t.status, "failed"),
-                "output": output[-4000:],
-                "tags": [result.id, "hidden" if t.test.hidden else "public"] + (["gpu"] if t.test.gpu else []),
-                "visibility": _visibility(t),
-                "extra_data": {"status": t.status, "metrics": t.metrics, "duration_s": t.duration_s,
-                               "points": t.test.points} | ({"attachments": as_json(t.attachments)} if t.attachments else {})
-                              | ({"held_score": round(t.held_score, 4)} if t.status == HELD else {}),
-            })
-    output = "\n".join(line for r in results for line in [summary_line(r), *(f"note: {n}" for n in r.notes),
-                                                          *_held_lines(r)])
-    if error:
-        output = f"grading failed: {error}\n{output}".strip()
-    data = {
-        "score": round(sum(r.score for r in results), 4),
-        "execution_time": round(sum(r.wall_s for r in results), 2),
-        "output": output, "visibility": "visible", "stdout_visibility": "hidden",
-        "tests": tests, "leaderboard": [],
-    }
-    extra = ({"autograder": meta} if meta else {}) | ({"grading_failed": True} if error else {})
-    return data | ({"extra_data": extra} if extra else {})
-
-
-def _held_lines(result: AssignmentResult) -> list[str]:
-    """The held public tests by name and reason (a hidden test's row says it, shown after the due date)."""
-    return [f"held: {t.test.nodeid}: {t.reason.splitlines()[0] if t.reason else HELD_NOTE}"
-            for t in result.held if not t.test.hidden]
-
-
-UPLOAD_NOTE = {NOT_GRADED: "NOT GRADED HERE (needs other hardware)",
-               MANUAL: "PENDING: an instructor grades this answer",
-               HELD: "held for an instructor's review"}
-
-
-def upload_form(data: dict) -> dict:
-    """A results dict as Gradescope should show it: a test this run did not grade (it needs other
-    hardware), a written answer still pending or a test held for review has no status and no points, and its output says so
-    first, so Gradescope shows it neutral, never as a failure. Names stay as they are (`autograder
-    merge` and `autograder manual` find rows by name); the total is unchanged."""
-    out = copy.deepcopy(data)
-    for row in out.get("tests", []):
-        status = row.get("extra_data", {}).get("status")
-        if status not in UPLOAD_NOTE:
-            continue
-        for key in ("score", "max_score", "status"):
-            row.pop(key, None)
-        row["output"] = f"{UPLOAD_NOTE[status]}; no points counted in this score\n{row.get('output', '')}".strip()
-        if status == NOT_GRADED:
-            row["tags"] = [*row.get("tags", []), "not_graded_here"]
-    return out
-
-
-def write_json(path: Path, results: list[AssignmentResult], *, error: str | None = None,
-               meta: dict | None = None, upload: bool = False) -> None:
-    """results.json, written atomically (never a half-written file a caller could take for a grade);
-    `upload`: in the form Gradescope shows (`upload_form`)."""
-    data = gradescope(results, error=error, meta=meta)
-    atomic.write_text(path, json.dumps(upload_form(data) if upload else data, indent=1))
-
-
-def write_junit(path: Path, results: list[AssignmentResult]) -> None:
-    suites = ET.Element("testsuites")
-    for result in results:
-        suite = ET.SubElement(suites, "testsuite", name=result.id, tests=str(len(result.tests)),
-                              failures=str(sum(t.status in (FAILED, ERROR) for t in result.tests)),
-                              skipped=str(len(result.not_graded)), time=f"{result.wall_s:.2f}")
-        for t in result.tests:
-            case = ET.SubElement(suite, "testcase", classname=result.id, name=t.test.nodeid, time=f"{t.duration_s:.3f}")
-            if t.status in (NOT_GRADED, MANUAL, HELD):
-                ET.SubElement(case, "skipped", message=f"{HELD_NOTE}: {t.reason}" if t.status == HELD else t.reason)
-            elif t.status != PASSED:
-                node = ET.SubElement(case, "failure", message=t.reason.splitlines()[0][:200] if t.reason else t.status)
-                node.text = t.output[-4000:]
-    text = ET.tostring(suites, encoding="unicode", xml_declaration=True)
-    atomic.write_text(path, text)
-
-
-def markdown(results: list[AssignmentResult], base: Path | None = None) -> str:
-    """The summary: a table, a line per assignment, the failing tests, the figures tests attached
-    (linked relative to `base`, the summary's folder)."""
-    lines = ["| assignment | score | passed | not graded here | pending (written) | time |", "|---|---|---|---|---|---|"]
-    for r in results:
-        here = _tests_here(r)
-        pending = sum(t.test.points for t in r.pending)
-        lines.append(f"| {r.id} | {_fmt(r.score)}/{_fmt(r.possible)} | {sum(t.status == PASSED for t in here)}/{len(here)} "
-                     f"| {len(r.not_graded)} | {_fmt(pending)} points | {r.wall_s:.0f} s |")
-    lines.append("")
-    lines += [f"- {summary_line(r)}" for r in results]
-    failing = [(r.id, t) for r in results for t in r.tests if t.graded and t.status != PASSED]
-    if failing:
-        lines += ["", "<details><summary>failing tests</summary>", ""]
-        lines += [f"- `{aid}` `{t.test.nodeid}`: {t.reason.splitlines()[0] if t.reason else t.status}" for aid, t in failing]
-        lines += ["", "</details>"]
-    held = [(r.id, t) for r in results for t in r.held]
-    if held:
-        lines += ["", f"**{HELD_NOTE}**", ""]
-        lines += [f"- `{aid}` `{t.test.nodeid}` ({_fmt(t.test.points)} points): "
-                  f"{t.reason.splitlines()[0] if t.reason else HELD_NOTE}" for aid, t in held]
-    figures = [(r.id, row) for r in results for row in listing(r, base)]
-    if figures:
-        lines += ["", "**figures**", ""]
-        lines += [f"- `{aid}` `{row.nodeid}` {row.name}: " + (f"[{row.path}]({row.path})" if row.path else row.where)
-                  for aid, row in figures]
-    return "\n".join(lines) + "\n"
-
-
-def write_files(results: list[AssignmentResult], *, error: str | None, meta: dict | None, json_path: str | None,
-                junit_path: str | None, markdown_path: str | None) -> None:
-    """The report files asked for, each written whole or not at all; results.json in the form Gradescope
-    shows (`upload_form`)."""
-    if json_path:
-        write_json(Path(json_path), results, error=error, meta=meta, upload=True)
-    if junit_path:
-        write_junit(Path(junit_path), results)
-    if markdown_path:
-        atomic.write_text(Path(markdown_path), markdown(results, Path(markdown_path).parent))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.errors import GraderError
-from autograder.host import report
+from autograder.host import result_files
 from autograder.host.fingerprint import grader_version, submission_hash
 from autograder.host.grade import Progress, grade_assignment
 from autograder.host.repo import Course
@@ -111,11 +111,11 @@ def meta_of(gradings: list[Grading]) -> dict[str, Any] | None:
 
 def write_results(path: Path, gradings: list[Grading], *, upload: bool = False) -> None:
     """results.json of `gradings` (in the form Gradescope shows with `upload`)."""
-    report.write_json(path, [g.result for g in gradings], meta=meta_of(gradings), upload=upload)
+    result_files.write_json(path, [g.result for g in gradings], meta=meta_of(gradings), upload=upload)
 
 
 def write_reports(gradings: list[Grading], *, error: str | None, json_path: str | None, junit_path: str | None,
                   markdown_path: str | None) -> None:
-    """The report files asked for (`report.write_files`), with the gradings' identities."""
-    report.write_files([g.result for g in gradings], error=error, meta=meta_of(gradings), json_path=json_path,
+    """The report files asked for (`result_files.write_files`), with the gradings' identities."""
+    result_files.write_files([g.result for g in gradings], error=error, meta=meta_of(gradings), json_path=json_path,
                        junit_path=junit_path, markdown_path=markdown_path)
