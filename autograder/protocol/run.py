@@ -1,6 +1,6 @@
 """What one judge run is for, written once by the host and read once by the judge.
 
-The host (autograder/host/grade.py, host/collect.py) writes a `RunDescription` as JSON into the
+The host (autograder/host/runs.py, host/collect.py) writes a `RunDescription` as JSON into the
 judge's own folder (covered in every worker's view) and starts pytest with two options of ours:
 `--ag-run PATH` and, in a graded run, `--ag-key-fd N` (the HMAC key, never in a file or argv).
 The judge's plugin (autograder/judge/plugin.py) reads it before any conftest loads.
