@@ -525,6 +525,21 @@ def test_ddp_overlap_buckets_equal_torch_ddp_bucketing():
     assert all(a["start"] + a["dur"] <= b["start"] + 1e-12 for a, b in zip(d["spans"], d["spans"][1:]))
 
 
+def test_zero_memory_against_the_zero_papers_formula():
+    import math
+
+    mod = FIG["zero_memory"]
+    d = fig_data("zero_memory")
+    psi = d["params"]
+    assert psi == 8_030_261_248  # Llama-3-8B, course/stages/07-training-frameworks.md
+    for dp in mod.DP_SIZES:
+        shard = math.ceil(psi / dp)
+        want = {0: (2 * psi, 2 * psi, 12 * psi), 1: (2 * psi, 2 * psi, 12 * shard),
+                2: (2 * psi, 2 * shard, 12 * shard), 3: (2 * shard, 2 * shard, 12 * shard)}
+        for stage, (w, g, o) in want.items():
+            assert d["bars"][(dp, stage)] == {"weights": w, "gradients": g, "optimizer": o}, (dp, stage)
+
+
 
 # --- s15. PPO's clipped surrogate and GRPO's per-token weights, from their closed forms ----------------
 def test_ppo_clip_objective_is_the_closed_form_min():
