@@ -1,0 +1,24 @@
+"""TP=2 x PP=2 on four ranks, 2 micro-batches: greedy tokens identical to HF generate on every rank
+(32 steps), exact collective counts, each layer's all-reduces on each rank's timeline, and the
+pipeline's order on both tp columns (sends after their compute, the next stage after the send,
+micro-batches overlapping across stages)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import random_prompts
+from rank_programs import check_counts, check_layer_reduces, check_pipeline_order, check_tokens, serve_on_rank
+
+STEPS = 32
+PROMPTS = random_prompts(12, [6, 3, 9, 4])
+
+
+@pytest.mark.points(10)
+@pytest.mark.world_size(4)
+def test_tp2_pp2_serves_hf_greedy_tokens_with_the_schedule_on_its_timeline(ranks, tiny_llama, hf_greedy):
+    results = ranks.run(serve_on_rank, tiny_llama[0], 2, 2, 2, PROMPTS, STEPS, True)
+    check_tokens(results, hf_greedy(PROMPTS, STEPS), "TP=2 x PP=2")
+    check_counts(results, tp=2, pp=2, m=2, num_prompts=len(PROMPTS), n=STEPS, case="TP=2 x PP=2")
+    check_layer_reduces(results, tp=2, pp=2, case="TP=2 x PP=2")
+    overlapped = check_pipeline_order(results, tp=2, m=2, num_prompts=len(PROMPTS), n=STEPS, case="TP=2 x PP=2")
+    assert overlapped > 0, f"in none of {STEPS} steps did a stage overlap two micro-batches"
