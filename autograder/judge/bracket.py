@@ -7,7 +7,18 @@ subtracts what the bracket holds besides the timed calls: a round trip to the wo
 the same payload, and the timing loop itself with nothing in it (L2 flushes, event records, and
 with input sets the copy of each repetition's set into the call's buffers and of its output out
 of them), all measured here in the judge. A worker whose reported total is below `MIN_CLAIM_FRACTION` of what
-is left (plus `SLACK_S` for jitter) is caught claiming time it did not take, and the test fails.
+is left (plus `SLACK_S` for jitter) has its samples raised to that fraction of the judge's clock:
+a claim short of the bracket is never credited. Only a claim below `REJECT_FRACTION` fails the test
+as a tampered timer.
+
+Why a short claim is raised rather than failed or timed again: an honest worker on a loaded host
+is preempted between repetitions (the demo reference claimed 55.7 ms of a 103 ms bracket in a full
+`make test` on 2 cores: 0.54), time the bracket holds and no sample does. Timing again would let a
+cache keyed on the inputs' content answer the second attempt (the judge can only send the same
+sets, since the test's check knows those), so only the first attempt's bracket is evidence of the
+work. Raising the claim to `MIN_CLAIM_FRACTION` of that bracket gives a timer that under-reports
+nothing it could not already claim (any claim down to that fraction passes), and costs an honest
+worker on a loaded host at most the load's share of its time rather than all its points.
 
 Which statistic is graded: the bracket vouches for one number, the SUM of the samples, so the
 seconds per call a perf test grades must follow from the sum alone: `Timing.graded_s` is the mean,
@@ -39,6 +50,9 @@ from autograder.worker import timer
 # section of solutions/AUTHORING.md); a timer that halves its claims reports about 0.5.
 MIN_CLAIM_FRACTION = 0.75
 SLACK_S = 2e-3
+# Below this fraction no load explains the claim (the worst honest one seen under a full `make test`
+# was 0.54): the timer was tampered with.
+REJECT_FRACTION = 0.35
 # A round trip is measured through the worker, which could stall it to widen the overhead: what is
 # subtracted for it is capped at a fixed part plus the payload at slow rates (CPU tensors cross
 # through shared memory, measured at 0.4 GB/s on a loaded 2-core host; CUDA tensors by IPC handle
@@ -85,14 +99,20 @@ def empty_loop_s(reps: int, flush_l2: bool, device: Any, sets: list[tuple] | Non
     return max(walls)
 
 
-def check_claim(claimed_s: float, bracket_s: float, overhead_s: float) -> float:
-    """The fraction of the bracket (less overheads) the claim covers; TimingRejected when too low."""
+def check_claim(claimed_s: float, bracket_s: float, overhead_s: float) -> tuple[float, float]:
+    """(the fraction of the bracket, less overheads, the claim covers; the seconds credited): the
+    claim, or MIN_CLAIM_FRACTION of the net bracket where the claim is short of it (see the module's
+    docstring); TimingRejected below REJECT_FRACTION."""
     net = max(bracket_s - overhead_s, 0.0)
-    if claimed_s < MIN_CLAIM_FRACTION * net - SLACK_S:
+    fraction = claimed_s / net if net > 0 else 1.0
+    if claimed_s < REJECT_FRACTION * net - SLACK_S:
         raise TimingRejected(
             f"the submission's process reported {claimed_s * 1e3:.2f} ms for timed calls that took at least "
-            f"{net * 1e3:.2f} ms on the judge's clock (below {MIN_CLAIM_FRACTION:.0%}): the timer was tampered with")
-    return claimed_s / net if net > 0 else 1.0
+            f"{net * 1e3:.2f} ms on the judge's clock ({fraction:.0%}, below {REJECT_FRACTION:.0%}, which no "
+            f"load explains): the timer was tampered with")
+    if claimed_s < MIN_CLAIM_FRACTION * net - SLACK_S:
+        return fraction, MIN_CLAIM_FRACTION * net
+    return fraction, claimed_s
 
 
 def _payload_s(values: Any) -> float:
@@ -261,8 +281,14 @@ def _bracketed(client: Any, fn: Any, audited_fn: Any, guarded: bool, *, warmup: 
     timing = timer.Timing.from_samples(samples, output, replayed, outputs)
     if verify is not None:
         verify(timing)
-    fraction = check_claim(sum(samples), bracket, overhead)
+    fraction, credited = check_claim(sum(samples), bracket, overhead)
     print(f"[timing] the worker's {reps} samples cover {fraction:.2f} of the judge's bracket "
           f"({bracket * 1e3:.2f} ms, {overhead * 1e3:.2f} ms of it overhead)")
-    return timing
+    if credited == sum(samples):
+        return timing
+    print(f"[timing] short of {MIN_CLAIM_FRACTION:.2f} of the bracket (a host under load, or a timer that "
+          f"under-reports): credited {credited * 1e3:.2f} ms, {MIN_CLAIM_FRACTION:.2f} of the judge's clock")
+    scale = credited / sum(samples) if sum(samples) > 0 else math.inf
+    raised = [s * scale if scale != math.inf else credited / reps for s in samples]
+    return timer.Timing.from_samples(raised, output, replayed, outputs)
 
