@@ -85,12 +85,12 @@ def in_worker(fn: F) -> F:
 
     @functools.wraps(fn)
     def shipped(*args: Any, **kwargs: Any) -> Any:
-        from autograder.judge import audit, plugin
+        from autograder.judge import audit, this_run
 
-        if plugin.client_if_started() is None:  # plain pytest, the student's quick loop: one process, no grade
+        if this_run.client_if_started() is None:  # plain pytest, the student's quick loop: one process, no grade
             return fn(*args, **kwargs)
-        value = plugin.client().request(Op.SHIPPED, code.co_filename, fn.__module__, fn.__qualname__, args, kwargs)
-        if plugin.has_guarded_audit():  # a kernel exercise times what it returns again in its audit worker
+        value = this_run.client().request(Op.SHIPPED, code.co_filename, fn.__module__, fn.__qualname__, args, kwargs)
+        if this_run.has_guarded_audit():  # a kernel exercise times what it returns again in its audit worker
             audit.note_recipe(value, audit.Recipe(code.co_filename, fn.__module__, fn.__qualname__, args, kwargs))
         return value
 

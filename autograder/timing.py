@@ -150,7 +150,7 @@ def _check_outputs(timing: Timing, sets: list[tuple], check: Check, reps: int, a
 
 def _measure_in_judge(fn: Callable[..., object], warmup: int, reps: int, flush_l2: bool, device: object | None,
                       cuda_graph: bool, sets: list[tuple] | None, check: Check | None, work: Work | None) -> Timing:
-    from autograder.judge import bracket, ceilings, plugin
+    from autograder.judge import bracket, ceilings, this_run
     from autograder.judge.proxies import BoundMethod, Remote
 
     if isinstance(fn, (Remote, BoundMethod)):
@@ -164,7 +164,7 @@ def _measure_in_judge(fn: Callable[..., object], warmup: int, reps: int, flush_l
 
         return bracket.measure_remote(fn, warmup=warmup, reps=reps, flush_l2=flush_l2, device=device,
                                       cuda_graph=cuda_graph, sets=sets, verify=verify)
-    client = plugin.client_if_started()
+    client = this_run.client_if_started()
     before = client.calls if client is not None else 0
     keep = None if sets is None else frozenset(timer.pick_checked(reps))  # the judge's own code: chosen ahead
     timing = timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph, sets, keep)

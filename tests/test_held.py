@@ -20,7 +20,7 @@ from autograder.host.course_files import ignore
 from autograder.host.grade import grade_assignment
 from autograder.host.repo import Course
 from autograder.host.results import HELD, AssignmentResult, ExpectedTest, TestResult
-from autograder.judge.client import remote_exception
+from autograder.judge.replies import remote_exception
 from autograder.judge.verdict import TestState as _TestState
 from autograder.judge.verdict import verdict as _verdict
 from autograder.protocol.messages import HeldForReview

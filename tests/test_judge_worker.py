@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.judge import bracket, importer, plugin
+from autograder.judge import bracket, importer, this_run
 from autograder.judge.client import WorkerClient
 from autograder.protocol.arena import Arena, new_arena_fd
 from autograder.protocol.data import DataCodec
@@ -91,7 +91,7 @@ def worker_of(tmp_path, monkeypatch):
         client = WorkerClient("slowpkg")
         finder = importer.install("slowpkg", client)
         clients.append((client, finder))
-        monkeypatch.setattr(plugin, "_client", client)
+        monkeypatch.setattr(this_run, "worker", client)
         client.start()
         return client
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.judge import ceilings, importer, plugin
+from autograder.judge import ceilings, importer, this_run
 from autograder.judge.client import WorkerClient
 from autograder.protocol.messages import HeldForReview, Op
 from autograder.timing import Work, measure
@@ -103,7 +103,7 @@ def worker_of(tmp_path, monkeypatch):
         client = WorkerClient("slowpkg")
         finder = importer.install("slowpkg", client)
         clients.append((client, finder))
-        monkeypatch.setattr(plugin, "_client", client)
+        monkeypatch.setattr(this_run, "worker", client)
         client.start()
         return client
 

@@ -146,7 +146,7 @@ def _parse_manifest(data: dict) -> list[ExpectedTest]:
 
 def _tree_digest(root: Path) -> str:
     h = hashlib.sha256(b"autograder-manifest-v1")
-    for part in ("judge/plugin.py", "judge/proxies.py", "judge/codec.py"):
+    for part in ("judge/plugin.py", "judge/recorder.py", "judge/proxies.py", "judge/codec.py", "judge/replies.py"):
         h.update((Path(__file__).parent.parent / part).read_bytes())
     for path in sorted(root.rglob("*")):
         if path.is_file() and counts(path.relative_to(root)):

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autograder.judge.client import WorkerClient, WorkerDied
+from autograder.judge.client import WorkerClient
+from autograder.judge.replies import WorkerDied
 from autograder.judge.proxies import BoundMethod, PathRef, Remote
 from autograder.protocol.messages import Op
 

@@ -208,12 +208,12 @@ def measure_remote(fn: Any, *, warmup: int, reps: int, flush_l2: bool, device: A
     made again there, where torch's compute ops are refused (judge/audit.py): the repetitions the
     worker's ledger never records cannot hand the work to torch's kernels. The audited call, which
     the ledger records, still runs in the test's own worker."""
-    from autograder.judge import plugin
+    from autograder.judge import this_run
 
-    client = plugin.client()
+    client = this_run.client()
     if isinstance(fn, BoundMethod):  # one reference for all phases (no request while the ledger pauses)
         fn = fn.resolve()
-    guarded = plugin.guarded_timing(fn)
+    guarded = this_run.guarded_timing(fn)
     audited_fn = fn
     if guarded is not None:
         client, fn = guarded
@@ -229,11 +229,11 @@ def measure_remote(fn: Any, *, warmup: int, reps: int, flush_l2: bool, device: A
 def _audit_in_test_worker(fn: Any, dev: str | None, sets: list[tuple] | None) -> tuple:
     """The audited call in the test's own worker, recorded by its ledger, on the set the last timed
     repetition uses: (its output, forbidden hits so far, the package's kernels' share or None)."""
-    from autograder.judge import plugin
+    from autograder.judge import this_run
 
     args = {} if sets is None else {"args": sets[-1]}
     try:
-        return plugin.client().request(Op.MEASURE, fn, "audit", {"device": dev, **args})
+        return this_run.client().request(Op.MEASURE, fn, "audit", {"device": dev, **args})
     except RemoteError as exc:
         exc._ag_test_worker = True  # raised by the test's worker: not the audit worker's timing
         raise

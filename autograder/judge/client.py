@@ -1,54 +1,33 @@
-"""The judge's end of the worker: starts it, sends requests, turns replies into judge values.
+"""The judge's end of the worker protocol: requests sent, replies turned into judge values.
 
 One worker per judge process, started in the background when the judge starts and again after a
 test that crashed, hung or interrupted it (the generation counts restarts; references into an
-earlier worker are refused, names of the package re-resolve). The worker is a fresh interpreter
-(never a fork of the judge: it must not hold the key), in its own session, with only its socket and
-arenas inherited; its output goes to a pipe the judge drains into the test's report.
+earlier worker are refused, names of the package re-resolve). The process itself (launch, output,
+kill) is judge/worker_process.py's; what a reply brings back besides its value, judge/replies.py's.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import socket
-import subprocess
 import sys
-import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from autograder.judge import worker_view
 from autograder.judge.codec import JudgeCodec
-from autograder.judge.proxies import RemoteError, mirror_exception
-from autograder.protocol.arena import Arena, new_arena_fd
-from autograder.protocol.messages import CALL_REQUESTS, ENV_ROLE, ROLE_WORKER, Op
+from autograder.judge.replies import WorkerDied, remote_exception, write_back
+from autograder.judge.worker_process import WorkerProcess
+from autograder.protocol.arena import Arena
+from autograder.protocol.messages import CALL_REQUESTS, Op
 from autograder.protocol.wire import PeerGone, ProtocolError, expect, recv_frame, send_frame
 
 START_TIMEOUT_S = 180.0   # a fresh interpreter importing torch on a loaded 2-core machine
-MAX_OUTPUT_CHARS = 20_000
-_hidden_from_workers: list[str] = []  # what every worker's mount view covers (set once by the plugin)
 
 
-def hide_from_workers(paths: list[str]) -> None:
-    """Cover `paths` (the run's test folders, the judge's own files) in every worker started after."""
-    _hidden_from_workers[:] = paths
-
-
-class WorkerDied(RuntimeError):
-    """The submission's process ended or broke the protocol during a request."""
-
-
-class WorkerClient:
+class WorkerClient(WorkerProcess):
     def __init__(self, package: str, env: dict[str, str] | None = None) -> None:
-        self.package = package
-        self.env = dict(env or {})          # what this worker's environment adds (a rank's coordinates)
+        super().__init__(package, env)
         self.share_rng = True               # send the judge's reseeded global RNG along (not to ranks)
-        self.generation = 0
-        self.proc: subprocess.Popen | None = None
-        self.sock: socket.socket | None = None
         self.codec: JudgeCodec | None = None
         self.releases: list[tuple[int, int]] = []
         self.callbacks: dict[int, Callable[..., Any]] = {}
@@ -57,76 +36,21 @@ class WorkerClient:
         self.test_begun = False
         self.calls = 0                      # top-level calls in this test (the ledger must show them)
         self.depth = 0                      # requests sent and not yet answered
-        self.broken = ""                    # why the current test's worker was lost, if it was
         self._rng: Any = None               # the global RNG state the worker last reported
         self.greeted = False
         self.shipped_sources: set[str] = set()  # test modules whose text this worker was sent
-        self.guard: tuple[str, ...] | None = None  # an audit worker: the ops it allows (judge/audit.py)
-        self.view: dict[str, list] = {}         # its extra mount view: "binds", "fresh" (judge/worker_view.py)
         self.picker: Any = None                 # chooses one call of each test to audit (judge/audit.py)
-        self._output: list[str] = []
-        self._output_lock = threading.Lock()
 
-    # ---- process ------------------------------------------------------------------------------
-    def start(self) -> None:
-        self.generation += 1
+    def _connected(self, sock: socket.socket, to_judge: int, from_judge: int) -> None:
         self._rng = None
         self.greeted = False
-        judge_end, worker_end = socket.socketpair()
-        to_judge, from_judge = new_arena_fd("autograder-to-judge"), new_arena_fd("autograder-to-worker")
-        fds = (worker_end.fileno(), to_judge, from_judge)
-        argv = [sys.executable, "-m", "autograder.worker.server", "--sock-fd", str(fds[0]), "--to-judge-fd",
-                str(to_judge), "--from-judge-fd", str(from_judge), "--generation", str(self.generation),
-                "--package", self.package]
-        if self.guard is not None:
-            argv += ["--guard", json.dumps(list(self.guard))]
-        argv = worker_view.launch_argv(sys.executable, list(_hidden_from_workers), argv,  # tests, records covered
-                                       self.view.get("binds", []), self.view.get("fresh", []))
         self.shipped_sources = set()  # a fresh worker has been sent no test module's source
-        env = {"OMP_WAIT_POLICY": "PASSIVE"} | dict(os.environ) | self.env | {ENV_ROLE: ROLE_WORKER}  # see grade._base_env
-        self.proc = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True, env=env)
-        worker_end.close()
-        self.sock = judge_end
         self.codec = JudgeCodec(self, Arena(from_judge), Arena(to_judge))
-        self._arena_fds = (to_judge, from_judge)  # the judge grows its arena through its fd: kept open
-        threading.Thread(target=self._drain, args=(self.proc.stdout,), daemon=True).start()
         self.releases = []
 
-    def _drain(self, stream: Any) -> None:
-        for line in iter(stream.readline, b""):
-            with self._output_lock:
-                self._output.append(line.decode(errors="replace"))
-                if sum(map(len, self._output)) > MAX_OUTPUT_CHARS:
-                    del self._output[: len(self._output) // 2]
-
-    def take_output(self) -> str:
-        with self._output_lock:
-            text, self._output = "".join(self._output), []
-        return text
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
     def kill(self, reason: str = "") -> None:
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, 9)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.proc.wait()
-        if self.sock is not None:
-            self.sock.close()
-        for fd in getattr(self, "_arena_fds", ()):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._arena_fds = ()
-        self.proc = self.sock = None
+        super().kill(reason)
         self.test_begun = False
-        if reason:
-            self.broken = reason
 
     def ready(self) -> None:
         """Wait until the worker answers (it imports torch and the conftest first): called before the
@@ -241,22 +165,6 @@ class WorkerClient:
             raise value
         return value
 
-    def _exit_status(self) -> str:
-        if self.proc is None:
-            return "is gone"
-        try:
-            code = self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            return "broke the protocol"
-        if code >= 0:
-            return f"exited with status {code}"
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        hint = {"SIGSEGV": " (segmentation fault)", "SIGKILL": " (killed: out of memory?)"}.get(name, "")
-        return f"was killed by {name}{hint}"
-
     def _encode(self, message: tuple) -> tuple[Any, list]:
         assert self.codec is not None
         self.codec.begin_send()
@@ -283,7 +191,7 @@ class WorkerClient:
                 raise ProtocolError("malformed reply")
             kind = message[0]
             if kind == Op.REPLY.value and len(message) == 4:
-                self._write_back(sent, message[2])
+                write_back(sent, message[2])
                 if rng_sent:
                     self._take_rng(message[3])
                 return kind, message[1]
@@ -314,28 +222,6 @@ class WorkerClient:
             reply = (Op.RAISED.value, {"type": type(exc).__name__, "message": str(exc)[:2000]})
         self._send(reply)
 
-    @staticmethod
-    def _write_back(sent: list, changed: Any) -> None:
-        """Arguments the submission changed in place: their final values, into the judge's tensors
-        (and the final state of each generator it was handed, as if it had drawn from ours)."""
-        import torch
-
-        tensors, generators = sent
-        for entry in expect(changed, list, "changed arguments"):
-            if type(entry) is list and len(entry) == 3 and entry[0] == "g":
-                index, state = expect(entry[1], int, "generator index"), entry[2]
-                if not 0 <= index < len(generators) or not isinstance(state, torch.Tensor):
-                    raise ProtocolError("a generator state that does not match an argument")
-                generators[index].set_state(state)
-                continue
-            index, value = entry
-            target = tensors[expect(index, int, "argument index")] if 0 <= index < len(tensors) else None
-            if not isinstance(target, torch.Tensor) or not isinstance(value, torch.Tensor) or \
-                    value.shape != target.shape or value.dtype != target.dtype:
-                raise ProtocolError("an in-place change to an argument that does not match it")
-            with torch.no_grad():
-                target.copy_(value.to(target.device))
-
     def register_callback(self, fn: Callable[..., Any]) -> int:
         cid = len(self.callbacks) + 1
         self.callbacks[cid] = fn
@@ -347,29 +233,3 @@ class WorkerClient:
 
     def track(self, proxy: Any, generation: int, rid: int, cell: list[int]) -> None:
         weakref.finalize(proxy, self.release_later, generation, rid, cell)
-
-
-SUBMISSION_LINE = "in your code: "
-
-
-def remote_exception(info: Any) -> BaseException:
-    """The judge's exception for what the worker raised (never a pytest outcome or an interrupt)."""
-    if type(info) is not dict:
-        return WorkerDied("the worker sent a malformed error")
-    name = str(info.get("type", "Exception"))
-    bases = [b for b in info.get("bases", []) if type(b) is str] if type(info.get("bases")) is list else []
-    cls = mirror_exception(str(info.get("module", "?")), name, bases)
-    message = str(info.get("message", ""))
-    try:
-        exc = cls(message)
-    except Exception:  # noqa: BLE001  a builtin whose constructor wants more (UnicodeDecodeError)
-        exc = mirror_exception(str(info.get("module", "?")), name, [])(message)
-    tb = str(info.get("traceback", ""))
-    if isinstance(exc, RemoteError):
-        exc.remote_traceback = tb
-    where = str(info.get("where", ""))[:500]
-    if where:  # the student's line: what the test's reason shows (autograder.judge.plugin)
-        exc.add_note(f"{SUBMISSION_LINE}{where}")
-    if tb:
-        exc.add_note(f"raised in the submission's process:\n{tb}")
-    return exc

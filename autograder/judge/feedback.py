@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import re
 
-from autograder.judge.client import SUBMISSION_LINE
+from autograder.judge.replies import SUBMISSION_LINE
 from autograder.protocol.messages import AnswerProblem
 from autograder.protocol.text import shorten
 
