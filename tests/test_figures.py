@@ -563,3 +563,22 @@ def test_grpo_length_weights_are_a_over_each_denominator():
     denominators = {"grpo": [g * n for n in mod.LENGTHS], "bnpo": [total] * g, "dr_grpo": [g * mod.T] * g}
     for loss_type, dens in denominators.items():
         np.testing.assert_allclose(d["weights"][loss_type], [-a / n for a, n in zip(adv, dens)], rtol=1e-6)
+
+
+def test_checkpoint_interval_minimum_is_young_dalys_closed_form():
+    d = fig_data("checkpoint_interval")
+    c, m, t = d["c_s"], d["mtbf_s"], d["t_step"]
+    assert d["young_daly_steps"] == pytest.approx(math.sqrt(2 * c * m) / t)  # argmin of C/tau + tau/(2M)
+    best = min(d["model"], key=lambda p: p["overhead"])
+    assert best["steps"] == pytest.approx(d["young_daly_steps"], rel=0.05)
+    for r in d["replays"]:  # a failure loses less than one interval; every failure restarts the job
+        assert 0 <= r["lost_steps"] < d["failures"] * r["every"] and r["restarts"] == d["failures"]
+
+
+def test_elastic_timeline_resumes_at_a_checkpoint_below_each_failure_and_finishes():
+    d = fig_data("elastic_timeline")
+    assert d["points"][-1][1] == d["steps"]
+    assert len(d["fails"]) == len(d["relaunches"]) == d["restarts"]
+    for (t_fail, at_fail), (t_back, resumed) in zip(d["fails"], d["relaunches"]):
+        assert resumed % d["every"] == 0 and at_fail - d["every"] < resumed <= at_fail and t_back >= t_fail
+    assert d["lost_steps"] == sum(f - r for (_, f), (_, r) in zip(d["fails"], d["relaunches"]))

@@ -21,7 +21,7 @@ from autograder.errors import GraderError
 from autograder.host.grade import grade_assignment
 from autograder.host.markers import has_markers
 from autograder.host.repo import Course
-from autograder.host.results import HELD
+from autograder.host.results import HELD, MANUAL
 
 Say = Callable[[str], None]
 
@@ -125,7 +125,12 @@ def check_stub(course: Course, aid: str, sandbox: str, hardware: str | None = No
     result = grade_assignment(course=course, assignment_id=aid, sandbox=sandbox, hardware=hardware)
     if not result.tests:
         return [f"{aid}: the stub was graded on no test at all"]
-    return [f"{aid}: the untouched stub earns points on {t.test.nodeid}" for t in result.tests if t.score > 0]
+    problems = [f"{aid}: the untouched stub earns points on {t.test.nodeid}" for t in result.tests if t.score > 0]
+    # an unanswered question earns 0 at once; one read as answered waits for an instructor (the
+    # question shipped outside its heading and quote lines counts as an answer)
+    return problems + [f"{aid}: the untouched stub's {t.test.nodeid} reads as answered (pending an instructor): "
+                       f"ship the question as a '#' heading and '>' quote lines" for t in result.tests
+                       if t.status == MANUAL]
 
 
 def check_notebook(course: Course, nid: str, sandbox: str, hardware: str | None = None) -> list[str]:
