@@ -582,3 +582,34 @@ def test_elastic_timeline_resumes_at_a_checkpoint_below_each_failure_and_finishe
     for (t_fail, at_fail), (t_back, resumed) in zip(d["fails"], d["relaunches"]):
         assert resumed % d["every"] == 0 and at_fail - d["every"] < resumed <= at_fail and t_back >= t_fail
     assert d["lost_steps"] == sum(f - r for (_, f), (_, r) in zip(d["fails"], d["relaunches"]))
+
+
+# --- s09. RoPE scaling against transformers; the causal work of contiguous and zigzag shards --------------
+
+def test_rope_scaling_curves_equal_transformers_rope_init_functions():
+    from transformers import LlamaConfig
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    mod = FIG["rope_scaling"]
+    d = fig_data("rope_scaling")
+    plain = 1.0 / (mod.BASE ** (torch.arange(0, mod.DIM, 2, dtype=torch.int64).float() / mod.DIM))
+    for name, params in mod.METHODS.items():
+        params = dict(params)
+        longest = mod.TRAIN if params["rope_type"] == "dynamic" else int(mod.FACTOR * mod.TRAIN) + 1
+        if params["rope_type"] == "dynamic":
+            params.pop("original_max_position_embeddings")
+        config = LlamaConfig(hidden_size=2 * mod.DIM, num_attention_heads=2, head_dim=mod.DIM,
+                             max_position_embeddings=longest, rope_parameters={**params, "rope_theta": mod.BASE})
+        inv_freq, attention = ROPE_INIT_FUNCTIONS[params["rope_type"]](config, None, seq_len=int(mod.FACTOR * mod.TRAIN))
+        np.testing.assert_allclose(d["ratio"][name], (inv_freq / plain).tolist(), rtol=1e-5, err_msg=name)
+        assert d["attention_factor"][name] == pytest.approx(attention), name
+
+
+def test_zigzag_balance_work_is_the_closed_form():
+    mod = FIG["zigzag_balance"]
+    d = fig_data("zigzag_balance")
+    n, w = mod.LONG, mod.LONG_WORLD
+    c = n // w  # contiguous rank r: queries r c .. (r + 1) c - 1, each seeing p + 1 keys
+    assert d["work"]["contiguous"] == [c * r * c + c * (c + 1) // 2 for r in range(w)]
+    assert d["work"]["zigzag"] == [n * (n + 1) // 2 // w] * w  # every rank the same share
+    assert sorted(d["owner"]["zigzag"][: mod.SMALL // (2 * mod.SMALL_WORLD)]) == [0] * (mod.SMALL // (2 * mod.SMALL_WORLD))
