@@ -1,7 +1,9 @@
 """Shapes and tile configurations of the attention kernels (given code: nothing to fill in).
 
-Layout everywhere: q (B, H, N, d), k and v (B, H_kv, N, d) with H a multiple of H_kv (grouped-query
-attention: query head h reads key/value head h // (H // H_kv)); o like q; lse (B, H, N) fp32.
+Fixed-length layout: q (B, H, N_q, d), k and v (B, H_kv, N_k, d) with H a multiple of H_kv
+(grouped-query attention: query head h reads key/value head h // (H // H_kv)); o like q; lse
+(B, H, N_q) fp32. Packed (varlen) layout: q (total_q, H, d), k and v (total_k, H_kv, d), sequence b
+in rows cu_seqlens[b]:cu_seqlens[b + 1]; o like q; lse (H, total_q) fp32.
 """
 
 from __future__ import annotations
@@ -52,9 +54,12 @@ class AttnShape:
     kv_heads: int
     seq_len: int
     head_dim: int
+    kv_seq_len: int | None = None  # keys per sequence; None: as many as queries
 
     def __post_init__(self) -> None:
-        if min(self.batch, self.heads, self.kv_heads, self.seq_len) < 1:
+        if self.kv_seq_len is None:
+            object.__setattr__(self, "kv_seq_len", self.seq_len)
+        if min(self.batch, self.heads, self.kv_heads, self.seq_len, self.kv_seq_len) < 1:
             raise ValueError(f"empty attention problem: {self}")
         if self.heads % self.kv_heads:
             raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
@@ -68,20 +73,21 @@ class AttnShape:
 
     @classmethod
     def of(cls, q: Tensor, k: Tensor, v: Tensor) -> AttnShape:
-        """Check q (B, H, N, d), k and v (B, H_kv, N, d): same dtype, device and sizes."""
+        """Check q (B, H, N_q, d), k and v (B, H_kv, N_k, d): same dtype, device, B and d."""
         if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
             raise ValueError("q, k, v must be 4-D (batch, heads, seq_len, head_dim)")
         if k.shape != v.shape:
             raise ValueError(f"k {tuple(k.shape)} and v {tuple(v.shape)} must have the same shape")
         b, h, n, d = q.shape
-        if k.shape[0] != b or k.shape[2] != n or k.shape[3] != d:
-            raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} disagree on B, N or d")
+        if k.shape[0] != b or k.shape[3] != d:
+            raise ValueError(f"q {tuple(q.shape)} and k {tuple(k.shape)} disagree on B or d")
         if not (q.dtype == k.dtype == v.dtype) or q.dtype not in DTYPES:
             raise ValueError(f"q, k, v must share one dtype of {DTYPES}; got {q.dtype}, {k.dtype}, "
                              f"{v.dtype}")
         if not (q.device == k.device == v.device):
             raise ValueError("q, k, v must be on the same device")
-        return cls(batch=b, heads=h, kv_heads=k.shape[1], seq_len=n, head_dim=d)
+        return cls(batch=b, heads=h, kv_heads=k.shape[1], seq_len=n, head_dim=d,
+                   kv_seq_len=k.shape[2])
 
 
 def forward_config(head_dim: int, on_gpu: bool, dtype: torch.dtype = torch.bfloat16) -> BlockConfig:

@@ -21,6 +21,8 @@ import triton.language as tl
 from torch import Tensor
 
 from flashattn.config import AttnShape, BlockConfig, backward_configs
+from flashattn.layout import RaggedLayout
+from flashattn.ragged_backward import ragged_backward
 
 LOG2E = tl.constexpr(1.4426950408889634)
 
@@ -214,14 +216,15 @@ def flash_attn_backward(
     """Gradients of attention with respect to q, k, v, from the forward's o and lse.
 
     Args:
-        do: (B, H, N, d) gradient of the output, any strides (e.g. expanded from .sum()).
+        do: (B, H, N_q, d) gradient of the output, any strides (e.g. expanded from .sum()).
         q, k, v, o, lse: the forward's inputs and outputs (see flash_attn_forward).
-        causal, sm_scale: as in the forward call.
+        causal, sm_scale: as in the forward call (N_q != N_k: ragged_backward.py's kernels, causal
+            aligned bottom-right; rows that saw no key, lse = +inf, get zero gradients).
         configs: (dK/dV tiles, dQ tiles), default config.backward_configs; the first needs
             block_n % block_m == 0, the second block_m % block_n == 0.
 
     Returns:
-        dq (B, H, N, d), dk and dv (B, H_kv, N, d), in the dtypes of q, k, v. For grouped-query
+        dq (B, H, N_q, d), dk and dv (B, H_kv, N_k, d), in the dtypes of q, k, v. For grouped-query
         attention, dk and dv sum the contributions of every query head sharing a KV head.
     """
     shape = AttnShape.of(q, k, v)
@@ -230,6 +233,10 @@ def flash_attn_backward(
     if cfg_kv.block_n % cfg_kv.block_m or cfg_q.block_m % cfg_q.block_n:
         raise ValueError(f"bad backward tiles {cfg_kv}, {cfg_q}")
     # BEGIN SOLUTION
+    if shape.kv_seq_len != shape.seq_len:  # N_q != N_k: ragged_backward.py's kernels
+        do, q, k, v, o, lse = (t.contiguous() for t in (do, q, k, v, o, lse))
+        return ragged_backward(do, q, k, v, o, lse, RaggedLayout.fixed(q, k), causal, scale,
+                               (cfg_kv, cfg_q))
     q, k, v, o, do = (t.contiguous() for t in (q, k, v, o, do))
     lse = lse.contiguous()
     b, h, n, d = q.shape

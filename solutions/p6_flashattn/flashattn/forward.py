@@ -20,6 +20,8 @@ import triton.language as tl
 from torch import Tensor
 
 from flashattn.config import AttnShape, BlockConfig, forward_config
+from flashattn.layout import RaggedLayout
+from flashattn.ragged_forward import ragged_forward
 
 LOG2E = tl.constexpr(1.4426950408889634)  # log2(e): exp(x) = exp2(x * LOG2E)
 LN2 = tl.constexpr(0.6931471805599453)  # ln(2): log(x) = log2(x) * LN2
@@ -134,15 +136,17 @@ def flash_attn_forward(
     """Attention output and log-sum-exp, without materializing the N x N score matrix.
 
     Args:
-        q: (B, H, N, d); k, v: (B, H_kv, N, d) with H % H_kv == 0; fp16, bf16 or fp32, any
-            strides (copied to contiguous if needed); d in (16, 32, 64, 128).
-        causal: query i attends to keys j <= i only.
+        q: (B, H, N_q, d); k, v: (B, H_kv, N_k, d) with H % H_kv == 0; fp16, bf16 or fp32, any
+            strides (copied to contiguous if needed); d in (16, 32, 64, 128). N_q == N_k runs
+            _attn_fwd_kernel; N_q != N_k runs ragged_forward.py's kernel.
+        causal: aligned bottom-right: query i attends to keys j <= i + N_k - N_q (j <= i when
+            N_q == N_k). A query that sees no key gets o = 0 and lse = +inf.
         sm_scale: softmax scale, default 1 / sqrt(d).
         config: tiles (default: config.forward_config); block_m must be a multiple of block_n.
 
     Returns:
-        o: (B, H, N, d) in q's dtype, o_i = sum_j softmax_j(s_i) v_j with s_ij = sm_scale q_i.k_j.
-        lse: (B, H, N) fp32, lse_i = log(sum_j exp(s_ij)) (natural log, masked keys excluded).
+        o: (B, H, N_q, d) in q's dtype, o_i = sum_j softmax_j(s_i) v_j, s_ij = sm_scale q_i.k_j.
+        lse: (B, H, N_q) fp32, lse_i = log(sum_j exp(s_ij)) (natural log, masked keys excluded).
     """
     shape = AttnShape.of(q, k, v)
     scale = 1.0 / math.sqrt(shape.head_dim) if sm_scale is None else float(sm_scale)
@@ -151,6 +155,8 @@ def flash_attn_forward(
         raise ValueError(f"forward needs block_m % block_n == 0, got {cfg}")
     # BEGIN SOLUTION
     q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+    if shape.kv_seq_len != shape.seq_len:  # bottom-right causal: ragged_forward.py
+        return ragged_forward(q, k, v, RaggedLayout.fixed(q, k), causal, scale, cfg)
     b, h, n, d = q.shape
     o = torch.empty_like(q)
     lse = torch.empty((b, h, n), dtype=torch.float32, device=q.device)

@@ -37,10 +37,12 @@ class FlashAttentionFunction(torch.autograd.Function):
 
 def flash_attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False,
                     sm_scale: float | None = None) -> Tensor:
-    """Differentiable attention: q (B, H, N, d), k and v (B, H_kv, N, d) -> o (B, H, N, d).
+    """Differentiable attention: q (B, H, N_q, d), k and v (B, H_kv, N_k, d) -> o (B, H, N_q, d).
 
     Same semantics as torch's scaled_dot_product_attention(q, k, v, is_causal=causal,
-    scale=sm_scale, enable_gqa=True), computed by the Triton kernels of this package.
+    scale=sm_scale, enable_gqa=True) when N_q == N_k, computed by the Triton kernels of this
+    package. When N_q != N_k, causal is aligned bottom-right (query i sees keys j <= i + N_k - N_q,
+    SDPA's is_causal aligns top-left) and a query that sees no key gets o = 0 and zero gradients.
     """
     # BEGIN SOLUTION
     return FlashAttentionFunction.apply(q, k, v, causal, sm_scale)
