@@ -13,13 +13,11 @@ A computed attribute name is accepted only where it cannot hide a reach (`scan_n
 from __future__ import annotations
 
 import ast
-import functools
-import importlib.util
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from autograder.host.scan_names import computed_name_ok
+from autograder.host.scan_nodes import annotations_of, declared_names, folded, is_module
 from autograder.host.scan_rules import (
     ACCESSED_NAMES,
     ACCESSORS,
@@ -36,28 +34,6 @@ from autograder.host.scan_rules import (
 # Packages that other modules re-export as an attribute (`torch.nn.functional.torch`): a chain
 # through one is read from there (`F.torch.autograd` is torch.autograd).
 REEXPORTED = frozenset({"torch", "triton"})
-
-
-@functools.cache
-def _package_dirs(top: str) -> tuple[Path, ...]:
-    """The folders of an installed top-level package (found without importing it; () if none)."""
-    try:
-        spec = importlib.util.find_spec(top)
-    except (ImportError, ValueError):
-        return ()
-    return tuple(Path(p) for p in (spec.submodule_search_locations or ())) if spec else ()
-
-
-@functools.cache
-def is_module(dotted: str) -> bool:
-    """Whether `a.b.c` names a submodule file of an installed package (torch.autograd: yes,
-    torch.autograd.grad: no), read from the file system."""
-    parts = dotted.split(".")
-    for folder in _package_dirs(parts[0]) if len(parts) > 1 else ():
-        path = folder.joinpath(*parts[1:])
-        if path.is_dir() or path.with_suffix(".py").is_file() or any(path.parent.glob(f"{parts[-1]}.*.so")):
-            return True
-    return False
 
 
 def scan_tree(tree: ast.Module, own: frozenset[str] = frozenset()) -> list[tuple[int, str]]:
@@ -169,12 +145,12 @@ class _Scanner:
         """`"_dis" + "able_profiler"`, f"{'_'}C", "".join(["_", "C"]): strings built from literals."""
         if isinstance(self.parent.get(node), (ast.BinOp, ast.JoinedStr)):
             return  # the outermost piece folds the whole
-        if (text := _folded(node)) is not None:
+        if (text := folded(node)) is not None:
             self._check_string(node, text)
 
     def _check_annotation(self, node: ast.AST) -> None:
         """A string annotation is code that typing.get_type_hints or singledispatch evaluates."""
-        for annotation in _annotations(node):
+        for annotation in annotations_of(node):
             if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
                 try:
                     tree = ast.parse(annotation.value, mode="eval")
@@ -185,7 +161,7 @@ class _Scanner:
 
     def _check_declared(self, node: ast.AST) -> None:
         """A name that can become a string (a field, a function's __name__, a keyword's key)."""
-        for declared in _declared(node):
+        for declared in declared_names(node):
             if why := attribute_finding(declared):
                 self._flag(node, f"declares the name {declared} ({why})")
 
@@ -296,36 +272,3 @@ class _Scanner:
             self._flag(node, f"looks an attribute up by a computed name ({name})")
 
     # ---- computed names that cannot hide a reach ---------------------------------------------
-def _folded(node: ast.AST) -> str | None:
-    """The string an expression of literal pieces makes (+, f-strings, "sep".join of a literal list)."""
-    if isinstance(node, ast.Constant):
-        return node.value if isinstance(node.value, str) else None
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _folded(node.left), _folded(node.right)
-        return left + right if left is not None and right is not None else None
-    if isinstance(node, ast.JoinedStr):
-        pieces = [_folded(v.value if isinstance(v, ast.FormattedValue) else v) for v in node.values]
-        return "".join(pieces) if all(p is not None for p in pieces) else None  # type: ignore[arg-type]
-    return None
-
-
-def _annotations(node: ast.AST) -> list[ast.expr]:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return [node.returns] if node.returns else []
-    if isinstance(node, (ast.arg, ast.AnnAssign)):
-        return [node.annotation] if node.annotation else []
-    return []
-
-
-def _declared(node: ast.AST) -> list[str]:
-    """Names a node declares that could be turned into strings (a field, a function's __name__, a
-    keyword argument's key)."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [node.name]
-    if isinstance(node, ast.arg):
-        return [node.arg]
-    if isinstance(node, ast.keyword) and node.arg:
-        return [node.arg]
-    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-        return [node.id]
-    return []
