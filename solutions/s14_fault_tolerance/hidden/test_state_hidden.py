@@ -83,3 +83,25 @@ def test_loader_resumes_at_any_position_across_epochs(at):
     want = judge_order(9, at + 8)[at:]
     got = loader_resumed_at(9, at, 8)
     assert got == want, f"loader saved after {at} batches: the next 8 batches differ from the contract's order"
+
+
+@in_worker
+def loader_batches(size: int, batch: int, seed: int, count: int) -> list[list[int]]:
+    from faulttol import ResumableLoader
+
+    loader = ResumableLoader(size, batch, seed)
+    return [loader.next_indices() for _ in range(count)]
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize(("size", "batch"), [(12, 4), (12, 12), (10, 3)])
+def test_loader_keeps_a_last_batch_that_fills_exactly(size, batch):
+    """drop_last drops only an incomplete batch: with size a multiple of batch, every index of an
+    epoch is served (the contract's order, computed here)."""
+    want, epoch = [], 0
+    while len(want) < 7:
+        perm = torch.randperm(size, generator=torch.Generator().manual_seed(3 + epoch)).tolist()
+        want += [perm[i:i + batch] for i in range(0, size - batch + 1, batch)]
+        epoch += 1
+    got = loader_batches(size, batch, 3, 7)
+    assert got == want[:7], f"size {size}, batch {batch}: the first 7 batches {got} differ from the contract's {want[:7]}"
