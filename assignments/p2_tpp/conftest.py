@@ -8,18 +8,13 @@ returns, checked here against HF `generate` on the same weights."""
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-import threading
-from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import torch
 
+from autograder.collective_spy import counting_collectives as _counting
+from autograder.model_configs import CONFIG_DIR, load_config, needs_configs  # noqa: F401  (tests import them from here)
 from autograder.testing import oracle, tolerances
 
 torch.set_num_threads(1)  # tiny matmuls on a shared 2-core machine: threads cost more than they save
@@ -54,19 +49,36 @@ def tiny_llama(tmp_path_factory):
     return str(path), build_llama(path)
 
 
+class HFTokens(list):
+    """HF generate's greedy tokens, one list per prompt, and what judges a divergence from them:
+    `gap(i, prefix, token)`, how far HF's logit for `token` after prompt i and `prefix` lies below
+    its top logit (fp32). Where that is within the "greedy near-tie" tolerance, another machine's
+    summation order may pick either token, and the comparison of that prompt ends there."""
+
+    def __init__(self, tokens: list[list[int]], prompts: list[list[int]], model) -> None:
+        super().__init__(tokens)
+        self.prompts, self._model = prompts, model
+
+    def gap(self, i: int, prefix: list[int], token: int) -> float:
+        ids = torch.tensor([list(self.prompts[i]) + list(prefix)])
+        with torch.no_grad(), oracle():
+            logits = self._model(ids).logits[0, -1]
+        return float(logits.max() - logits[token])
+
+
 @pytest.fixture(scope="session")
 def hf_greedy(tiny_llama):
-    """hf_greedy(prompts, n) -> the n greedy tokens HF generate(do_sample=False) gives each prompt
-    (one left-padded batch with an attention mask: in fp32 the same tokens as one at a time)."""
+    """hf_greedy(prompts, n) -> HFTokens: the n greedy tokens HF generate(do_sample=False) gives each
+    prompt (one left-padded batch with an attention mask: in fp32 the same tokens as one at a time)."""
     model = tiny_llama[1]
 
-    def run(prompts: list[list[int]], n: int) -> list[list[int]]:
+    def run(prompts: list[list[int]], n: int) -> HFTokens:
         width = max(map(len, prompts))
         ids = torch.tensor([[0] * (width - len(p)) + list(p) for p in prompts])
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
         with torch.no_grad(), oracle():
             out = model.generate(ids, attention_mask=mask, max_new_tokens=n, do_sample=False, pad_token_id=0)
-        return out[:, width:].tolist()
+        return HFTokens(out[:, width:].tolist(), prompts, model)
 
     return run
 
@@ -76,78 +88,9 @@ def random_prompts(seed: int, lengths: list[int], vocab: int = 256) -> list[list
     return [torch.randint(0, vocab, (n,), generator=g).tolist() for n in lengths]
 
 
-# torch.distributed function -> the kind counted
-COUNTED = {"all_reduce": "all_reduce", "all_gather": "all_gather", "all_gather_into_tensor": "all_gather",
-           "reduce_scatter": "reduce_scatter", "reduce_scatter_tensor": "reduce_scatter", "broadcast": "broadcast",
-           "send": "send", "recv": "recv", "isend": "isend", "irecv": "irecv", "barrier": "barrier",
-           "batch_isend_irecv": "batch_isend_irecv"}
-
-
-@contextmanager
-def counting_collectives(package: str = "tpp") -> Iterator[Counter]:
-    """Within the block, count this process's calls to torch.distributed's collectives and
-    point-to-point functions by kind (also through aliases the package's modules hold). A call made
-    from inside another counted call (batch_isend_irecv runs isend) is counted once, as the outer."""
-    import torch.distributed as dist
-    import torch.distributed.distributed_c10d as c10d
-
-    counts: Counter = Counter()
-    inside = threading.local()
-    patches = []
-    for name, kind in COUNTED.items():
-        original = getattr(dist, name, None)
-        if original is None:
-            continue
-
-        def counted(*args, _original=original, _kind=kind, **kwargs):
-            if getattr(inside, "depth", 0):
-                return _original(*args, **kwargs)
-            counts[_kind] += 1
-            inside.depth = 1
-            try:
-                return _original(*args, **kwargs)
-            finally:
-                inside.depth = 0
-
-        # c10d too: dist.P2POp checks its op against c10d's own isend and irecv
-        owners = [dist, c10d] + [m for n, m in list(sys.modules.items())
-                                 if m is not None and (n == package or n.startswith(package + "."))]
-        for owner in owners:
-            for attr, value in list(vars(owner).items()):
-                if value is original:
-                    patches.append((owner, attr, original))
-                    setattr(owner, attr, counted)
-    try:
-        yield counts
-    finally:
-        for owner, attr, original in reversed(patches):
-            setattr(owner, attr, original)
-
-
-def _config_dir() -> Path | None:
-    """datasets/model_configs of the course tree (COURSE_ROOT, the folders above, the grader's)."""
-    roots = [Path(os.environ["COURSE_ROOT"])] if os.environ.get("COURSE_ROOT") else []
-    roots += list(Path(__file__).resolve().parents) + [Path.cwd(), *Path.cwd().parents]
-    try:
-        import autograder
-
-        roots.append(Path(autograder.__file__).resolve().parents[1])
-    except ImportError:
-        pass
-    return next((f for r in roots if (f := r / "datasets" / "model_configs").is_dir()), None)
-
-
-CONFIG_DIR = _config_dir()
-
-
-def needs_configs(*names: str) -> pytest.MarkDecorator:
-    """Not graded here (a skip at setup) when this checkout lacks datasets/model_configs/<name>.json."""
-    missing = [n for n in names if CONFIG_DIR is None or not (CONFIG_DIR / f"{n}.json").is_file()]
-    return pytest.mark.skipif(bool(missing), reason=f"datasets/model_configs lacks {missing}")
-
-
-def load_config(name: str) -> dict:
-    return json.loads((CONFIG_DIR / f"{name}.json").read_text())
+def counting_collectives(package: str = "tpp", messages: list | None = None):
+    """autograder.collective_spy.counting_collectives for this package."""
+    return _counting(package, messages)
 
 
 _TOLERANCES = tolerances(Path(__file__).parent)
@@ -157,3 +100,6 @@ _TOLERANCES = tolerances(Path(__file__).parent)
 def tol():
     """tol(name) -> {"rtol": r, "atol": a}: the tolerance `name` of assignment.toml's [tolerances]."""
     return _TOLERANCES
+
+
+NEAR_TIE = _TOLERANCES("greedy near-tie")["atol"]
