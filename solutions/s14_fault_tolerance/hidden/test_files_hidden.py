@@ -61,26 +61,31 @@ def test_a_stale_temporary_folder_of_the_same_step_is_replaced(tmp_path, async_w
 
 
 @in_worker
-def seal_that_fails_in_the_manifest(root: str) -> list[str]:
-    """A temporary folder of step 7 with its data file, sealed with a digest that cannot be written
-    as JSON: the manifest's write fails part-way, as a crash there would. The folders left after."""
+def seal_then_one_that_fails_in_the_manifest(root: str) -> tuple[bool, list[str]]:
+    """Step 6 sealed normally (is it a valid checkpoint?), then a temporary folder of step 7 sealed
+    with a digest that cannot be written as JSON: the manifest's write fails part-way, as a crash
+    there would. (step 6 valid, the folders left after)."""
     from faulttol import files
 
-    tmp = files.temp_dir(root, 7)
-    tmp.mkdir(parents=True)
-    (tmp / "state.pt").write_bytes(b"abc")
-    try:
-        files.seal(root, 7, {"state.pt": {"bytes": 3, "sha256": object()}})
-    except Exception:  # noqa: BLE001  the failed write is the point
-        pass
-    return sorted(p.name for p in Path(root).iterdir())
+    for step, digest in ((6, files.sha256(b"abc")), (7, object())):
+        tmp = files.temp_dir(root, step)
+        tmp.mkdir(parents=True)
+        (tmp / "state.pt").write_bytes(b"abc")
+        try:
+            files.seal(root, step, {"state.pt": {"bytes": 3, "sha256": digest}})
+        except Exception:  # noqa: BLE001  step 7's failed write is the point
+            if step == 6:
+                raise
+    return files.is_valid(files.step_dir(root, 6)), sorted(p.name for p in Path(root).iterdir())
 
 
 @pytest.mark.points(1)
 def test_a_seal_that_fails_while_writing_the_manifest_leaves_no_step_folder(tmp_path):
     """The manifest is written in the temporary folder before the rename: a failure there leaves
-    `.tmp-step_00000007` (replaced by the next attempt), never `step_00000007` without a manifest."""
-    left = seal_that_fails_in_the_manifest(str(tmp_path))
+    `.tmp-step_00000007` (replaced by the next attempt), never `step_00000007` without a manifest.
+    A seal that works must give a valid checkpoint first (step 6)."""
+    valid, left = seal_then_one_that_fails_in_the_manifest(str(tmp_path))
+    assert valid and "step_00000006" in left, f"a normal seal of step 6 left {left} (valid: {valid})"
     assert "step_00000007" not in left, f"a failed manifest write left {left}: the folder was renamed before its manifest was complete"
 
 
