@@ -42,7 +42,8 @@ import math
 import time
 from typing import Any
 
-from autograder.judge.proxies import BoundMethod, RemoteError
+from autograder.judge.mirrored_errors import RemoteError
+from autograder.judge.proxies import BoundMethod
 from autograder.protocol.messages import Op
 from autograder.worker import timer
 

@@ -13,6 +13,7 @@ import importlib
 import weakref
 from typing import Any
 
+from autograder.judge.mirrored_errors import mirror_exception
 from autograder.judge.proxies import (
     BoundMethod,
     EnumValue,
@@ -21,7 +22,6 @@ from autograder.judge.proxies import (
     Peer,
     Record,
     Remote,
-    mirror_exception,
 )
 from autograder.protocol.data import DataCodec
 from autograder.protocol.wire import ProtocolError, expect

@@ -9,8 +9,7 @@
 - `ModuleProxy`: what `import kvcache` gives the judge.
 - `Record`: an immutable value of the package (a frozen dataclass, a named tuple), with its fields
   copied into the judge (compared there); `EnumValue`: an enum member, by class and name.
-- Exceptions the submission raises become judge classes that mirror the builtin exception they
-  derive from (`pytest.raises(ValueError)` works), never a pytest outcome or KeyboardInterrupt.
+- Exceptions the submission raises: judge/mirrored_errors.py.
 """
 
 from __future__ import annotations
@@ -35,29 +34,6 @@ class Peer(Protocol):
     def register_callback(self, fn: Callable[..., Any]) -> int: ...
 
     def track(self, proxy: Any, generation: int, rid: int, cell: list[int]) -> None: ...
-
-
-class RemoteError(Exception):
-    """Base of every exception the submission's process raised (mirrored here)."""
-
-    remote_traceback: str = ""
-
-
-NOT_MIRRORED = {"StopIteration", "StopAsyncIteration"}
-_mirrors: dict[tuple[str, str], type] = {}
-
-
-def mirror_exception(module: str, qualname: str, bases: list[str]) -> type:
-    """The judge's class for a worker exception class: its nearest builtin Exception base + RemoteError."""
-    key = (module, qualname)
-    if key not in _mirrors:
-        builtin = next((getattr(__import__("builtins"), b) for b in bases
-                        if b not in NOT_MIRRORED and isinstance(getattr(__import__("builtins"), b, None), type)), None)
-        parents = (builtin, RemoteError) if builtin is not None and builtin is not Exception else (RemoteError,)
-        cls = type(qualname.rsplit(".", 1)[-1], parents, {"__module__": f"worker:{module}"})
-        cls._ag_path = f"{module}.{qualname}"  # type: ignore[attr-defined]
-        _mirrors[key] = cls
-    return _mirrors[key]
 
 
 def _client(proxy: Any) -> Peer:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autograder.judge.proxies import RemoteError, mirror_exception
+from autograder.judge.mirrored_errors import RemoteError, mirror_exception
 from autograder.protocol.wire import ProtocolError, expect
 
 
