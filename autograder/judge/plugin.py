@@ -26,7 +26,8 @@ from autograder.judge.client import WorkerClient
 from autograder.judge.worker_process import hide_from_workers
 from autograder.judge.feedback import parameter_id
 from autograder.judge.perf import Perf
-from autograder.judge.ranks import Guards, RankGroup, become_subreaper
+from autograder.judge.ranks import Guards, RankGroup
+from autograder.judge.reaper import become_subreaper
 from autograder.judge.recorder import Recorder, world_of
 from autograder.judge.verdict import TestState
 from autograder.protocol.rules import AccountingRules

@@ -16,7 +16,6 @@ orphans of the ranks become its children, and it kills every child it did not st
 
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import signal
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judge.client import WorkerClient
+from autograder.judge.reaper import kill_strays
 from autograder.protocol.messages import (
     ENV_DIST_BACKEND,
     ENV_DIST_TIMEOUT,
@@ -42,7 +42,6 @@ from autograder.protocol.rules import AccountingRules, Ledger, verdict
 from autograder.worker.ranks import private_folder
 from autograder.worker.session import CALL_MARKER
 
-PR_SET_CHILD_SUBREAPER = 36
 MAX_GLOO_WORLD = 8          # CPU ranks share the grading machine's cores (2 on the course's CI); 6 to 8
                             # are for algorithms whose bugs show only there (a fold of several pairs)
 GRACE_S = 3.0               # after one rank failed, how long the others get to finish or fail too
@@ -61,53 +60,6 @@ def group_folder() -> Path:
 
 class RankFailure(AssertionError):
     """A multi-rank run failed: the message names each rank's outcome and where it waited."""
-
-
-def become_subreaper() -> None:
-    """Orphans of the ranks (a rank that forked, then exited) become this process's children."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
-
-
-def children_of(pid: int) -> list[int]:
-    """Pids whose parent is `pid` (from /proc; empty where /proc cannot be read)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm)": state, ppid, ...
-        if len(fields) > 1 and int(fields[1]) == pid:
-            out.append(int(entry))
-    return out
-
-
-def kill_strays(keep: set[int], rounds: int = 50) -> list[int]:
-    """Kill every child of this process not in `keep`, and what their deaths orphan to us; returns
-    the pids killed."""
-    killed: list[int] = []
-    for _ in range(rounds):
-        strays = [p for p in children_of(os.getpid()) if p not in keep]
-        if not strays:
-            break
-        for pid in strays:
-            for kill in (lambda p: os.killpg(os.getpgid(p), signal.SIGKILL), lambda p: os.kill(p, signal.SIGKILL)):
-                try:
-                    kill(pid)
-                except (ProcessLookupError, PermissionError, OSError):
-                    pass
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
-            killed.append(pid)
-    return killed
 
 
 @dataclass(frozen=True)
