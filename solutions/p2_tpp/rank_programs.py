@@ -152,10 +152,18 @@ def check_spans(results: list[dict], *, tp: int, m: int, num_prompts: int, vocab
                 f"rank's {vocab // tp} fp32 logits): the bytes are what this rank put in, not the gathered output")
 
 
+def _intersect(a: list[dict], b: list[dict]) -> bool:
+    """Whether the time spans [first start, last end] of two lists of events intersect."""
+    return (min(e["start_ns"] for e in a) < max(e["end_ns"] for e in b)
+            and min(e["start_ns"] for e in b) < max(e["end_ns"] for e in a))
+
+
 def check_pipeline_order(results: list[dict], *, tp: int, m: int, num_prompts: int, n: int, case: str) -> int:
     """Two stages: for every step and micro-batch, stage 0's send starts after its compute of that
     micro-batch ends, and stage 1 starts computing it only after the send began. Returns the number
-    of steps in which stage 0 started micro-batch 1 before stage 1 finished micro-batch 0 (overlap)."""
+    of steps in which stage 0 computed micro-batch 1 while stage 1 computed micro-batch 0 (their
+    compute intervals intersect: a stage that computes every micro-batch before sending the first
+    has none)."""
     overlapped = 0
     per_mb = [num_prompts // m + (i < num_prompts % m) for i in range(m)]
     for t in range(tp):
@@ -179,6 +187,6 @@ def check_pipeline_order(results: list[dict], *, tp: int, m: int, num_prompts: i
                 begun = min(e["start_ns"] for e in c1[key])
                 assert begun >= send["start_ns"], (f"{case}: rank {tp + t}, step {step}, micro-batch {mb}: computed "
                                                    f"{(send['start_ns'] - begun) / 1e3:.0f} us before stage 0 sent it")
-            if m > 1 and min(e["start_ns"] for e in c0[(step, 1)]) < max(e["end_ns"] for e in c1[(step, 0)]):
+            if m > 1 and _intersect(c0[(step, 1)], c1[(step, 0)]):
                 overlapped += 1
     return overlapped

@@ -47,7 +47,7 @@ def test_pp2_with_microbatches_serves_hf_greedy_tokens_and_a_consistent_timeline
     check_tokens(results, hf_greedy(PROMPTS, STEPS), "PP=2, 2 micro-batches")
     check_counts(results, tp=1, pp=2, m=2, num_prompts=len(PROMPTS), n=STEPS, case="PP=2")
     overlapped = check_pipeline_order(results, tp=1, m=2, num_prompts=len(PROMPTS), n=STEPS, case="PP=2")
-    assert overlapped > 0, f"in none of {STEPS} steps did stage 0 start micro-batch 1 before stage 1 finished micro-batch 0"
+    assert overlapped > 0, f"in none of {STEPS} steps did stage 0 compute micro-batch 1 while stage 1 computed micro-batch 0"
     events = [r["events"] for r in results]
     check_chrome_trace(chrome_trace(events), events)
     png = png_of(events)

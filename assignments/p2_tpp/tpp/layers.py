@@ -79,6 +79,7 @@ class VocabParallelLMHead(nn.Module):
     def __init__(self, weight: Tensor, comm: Comm) -> None:
         super().__init__()
         self.comm = comm
+        self.out_features = weight.shape[0]  # the whole vocabulary: the width of forward's output
         raise NotImplementedError("p2.13: VocabParallelLMHead.__init__")
 
     def forward(self, hidden: Tensor) -> Tensor:

@@ -7,6 +7,7 @@ table addresses every rank's shard."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import kvcache
 import torch
 from minivllm import EngineConfig, ModelConfig, ModelInput, ModelRunner, SamplingParams, sample
+from minivllm.cuda_graph import DecodeGraphs
 from minivllm.model import LlamaForCausalLM, load_weights
 
 from .comm import Comm
@@ -62,6 +64,24 @@ class ParallelRunner:
         m = self.model
         self.kv_cache = torch.zeros(m.end - m.start, 2, self.num_kv_blocks + 1, self.block_size, m.num_kv_heads,
                                     model_config.head_dim, dtype=self.dtype, device=self.device)
+        self.graphs = self._decode_graphs(backend)
+
+    def _decode_graphs(self, backend: str) -> DecodeGraphs | None:
+        """P1's decode CUDA graphs (given), for a world of one only: there the step has no
+        communication, so the TP=1 path decodes as fast as P1's engine instead of paying a launch per
+        kernel. With tp * pp > 1 gloo cannot be captured (and NCCL graphs are the two-GPU issue's),
+        and a recorded timeline needs its spans on every step, so both decode eagerly."""
+        if (self.device.type != "cuda" or backend != "triton" or self.config.enforce_eager
+                or self.comm.cfg.world_size > 1 or self.comm.timeline.enabled):
+            return None
+        try:
+            with torch.inference_mode():
+                return DecodeGraphs(self.model, self.kv_cache, self.config.max_num_seqs,
+                                    -(-self.max_model_len // self.block_size))
+        except RuntimeError as err:  # e.g. a forward that reads a device value on the host
+            warnings.warn(f"decode CUDA graphs could not be captured, decoding eagerly: {err}", stacklevel=2)
+            torch.cuda.synchronize(self.device)
+            return None
 
     def prepare(self, batch) -> ModelInput:
         """minivllm's flattening of a batch (or micro-batch) of entries into one varlen input."""
@@ -79,7 +99,11 @@ class ParallelRunner:
         the tokens back up their tp column."""
         count = self.comm.cfg.num_microbatches if self.comm.cfg.pp > 1 else 1
         inputs = [self.prepare(mb) for mb in split_microbatches(batch.entries, count)]
-        logits = self._pipeline(inputs)
+        if self.graphs is not None and len(inputs) == 1 and self.graphs.can_run(inputs[0].attn):
+            inp = inputs[0]  # a pure decode step at world 1: one graph replay
+            logits = [self.graphs.run(inp.input_ids, inp.positions, inp.attn)[inp.logits_indices]]
+        else:
+            logits = self._pipeline(inputs)
         order = sampling_order(batch.entries)
         tokens: list[int] = []
         if self.comm.is_last and order:

@@ -3,8 +3,10 @@ runner and layers) must not fall behind P1's engine. The same two figures P1 is 
 same ~250M-parameter random LLaMA in bf16, against the same same-run baselines: output tokens/s
 against HF generate over static padded batches (HF timed here, in the judge), and the bandwidth a
 pure decode step reaches against the device's copy bandwidth (measured in the same run). The bars
-are calibrated on the reference, whose TP=1 path is P1's engine with tpp's layers at world 1:
-a TP=1 path that gathers, reduces or copies where nothing needs to cross (a world of one) loses here.
+are calibrated on the reference, whose TP=1 path is P1's engine with tpp's layers at world 1,
+decode steps replayed from P1's CUDA graphs as P1 does (runner.py, given): a TP=1 path that gathers,
+reduces, copies or reads a device value on the host where nothing needs to cross (a world of one)
+loses here, and one that cannot be captured decodes eagerly, a launch per kernel.
 
 The engine runs in the worker; `measure` times it there, bracketed by this side's clock. The timed
 run generates from fresh token ids (a shift by a prime modulo the vocabulary), so no run hits the

@@ -29,4 +29,4 @@ def test_tp2_pp2_serves_hf_greedy_tokens_with_the_schedule_on_its_timeline(ranks
     check_layer_reduces(results, tp=2, pp=2, case="TP=2 x PP=2")
     check_spans(results, tp=2, m=2, num_prompts=len(PROMPTS), vocab=TINY["vocab_size"], case="TP=2 x PP=2")
     overlapped = check_pipeline_order(results, tp=2, m=2, num_prompts=len(PROMPTS), n=STEPS, case="TP=2 x PP=2")
-    assert overlapped > 0, f"in none of {STEPS} steps did a stage overlap two micro-batches"
+    assert overlapped > 0, f"in none of {STEPS} steps did stage 0 compute micro-batch 1 while stage 1 computed micro-batch 0"

@@ -115,6 +115,7 @@ class VocabParallelLMHead(nn.Module):
     def __init__(self, weight: Tensor, comm: Comm) -> None:
         super().__init__()
         self.comm = comm
+        self.out_features = weight.shape[0]  # the whole vocabulary: the width of forward's output
         # BEGIN SOLUTION
         v0, v1 = split_range(weight.shape[0], comm.tp_rank, comm.cfg.tp)
         self.weight = _frozen(weight[v0:v1])
