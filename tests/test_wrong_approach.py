@@ -28,6 +28,15 @@ class _WithoutAccounting(Course):
     def spec(self, assignment_id):
         return dataclasses.replace(super().spec(assignment_id), accounting=AccountingRules())
 
+@dataclasses.dataclass(frozen=True)
+class _WithoutRules(Course):
+    """The course with every assignment's accounting rules and forbidden names removed."""
+
+    def spec(self, assignment_id):
+        spec = super().spec(assignment_id)
+        return dataclasses.replace(spec, accounting=AccountingRules(),
+                                   limits=dataclasses.replace(spec.limits, forbidden=()))
+
 CORPUS = Path(__file__).parent / "fixtures" / "wrong_approach"
 ACCOUNTING_REASONS = ("forbidden here", "no Triton kernel of", "outside its own Triton kernels")
 
@@ -249,4 +258,23 @@ def test_sampling_from_the_target_alone_earns_nothing_for_the_loop(tmp_path):
     loop = [t for t in graded if "acceptance" not in t.test.nodeid]
     assert len(loop) == 8 and all(t.score == 0 for t in loop), [(t.test.nodeid, t.score) for t in loop if t.score]
     kept = [t for t in graded if t not in loop]
+    assert kept and all(t.score == t.test.points for t in kept)
+
+
+def test_an_ep_layer_by_all_gather_earns_nothing_for_the_ep_tests(tmp_path):
+    """Over the reference: ep_moe_forward all-gathers every token and all-reduces the experts'
+    contributions instead of dispatch and combine. Its answers are right; the EP and DP tests lose
+    their points to the forbidden collectives, dispatch's own test keeps its points."""
+    aid = "p4_moe"
+    sub = _submission(tmp_path, aid, "p4_allgather_ep", "reference")
+    files = ["tests/test_ep_layer.py", "hidden/test_ranks_hidden.py", "tests/test_dispatch.py"]
+    free = grade_assignment(course=_WithoutRules(COURSE.root), assignment_id=aid, submission=sub, sandbox="auto",
+                            hardware="cpu", only_files=files)
+    assert free.score == free.max_score, [t.reason for t in free.tests if t.graded and not t.score]
+    result, graded = _grade(sub, aid, accounting=True, only_files=files)
+    ep = [t for t in graded if "dispatch" not in t.test.nodeid]
+    assert ep and all(t.score == 0 for t in ep), [(t.test.nodeid, t.score) for t in ep]
+    public = [t for t in ep if t.test.file.startswith("tests/")]
+    assert public and all("all_gather is forbidden" in t.reason for t in public), public[0].reason
+    kept = [t for t in graded if "dispatch" in t.test.nodeid]
     assert kept and all(t.score == t.test.points for t in kept)
