@@ -613,3 +613,65 @@ def test_zigzag_balance_work_is_the_closed_form():
     assert d["work"]["contiguous"] == [c * r * c + c * (c + 1) // 2 for r in range(w)]
     assert d["work"]["zigzag"] == [n * (n + 1) // 2 // w] * w  # every rank the same share
     assert sorted(d["owner"]["zigzag"][: mod.SMALL // (2 * mod.SMALL_WORLD)]) == [0] * (mod.SMALL // (2 * mod.SMALL_WORLD))
+
+
+# --- P4. the dispatch matrix recounted from the routing trace and the replica rule -----------------
+
+def test_ep_dispatch_bytes_recounted_from_the_trace():
+    mod = FIG["ep_dispatch"]
+    d = fig_data("ep_dispatch")
+    experts = mod.trace()
+    for name, slots in d["slots"].items():
+        per = len(slots[0])
+        replicas = {e: [r * per + j for r, row in enumerate(slots) for j, x in enumerate(row) if x == e]
+                    for e in range(mod.EXPERTS)}
+        assert all(replicas[e] for e in range(mod.EXPERTS)) and all(len(row) == per for row in slots)
+        want = [[0] * mod.WORLD for _ in range(mod.WORLD)]
+        for s in range(mod.WORLD):
+            for t, row in enumerate(experts[s].tolist()):
+                for e in row:  # token t takes replica t mod n_e (the handout's rule)
+                    want[s][replicas[e][t % len(replicas[e])] // per] += mod.ROW_BYTES
+        assert d["matrix"][name] == want, name
+        assert all(sum(r) == mod.TOKENS * mod.TOP_K * mod.ROW_BYTES for r in want)
+    recv = {name: mod.received(m) for name, m in d["matrix"].items()}
+    ratio = {name: max(v) / (sum(v) / len(v)) for name, v in recv.items()}
+    assert ratio["EPLB"] < 1.05 < 1.3 < ratio["contiguous"], ratio
+
+
+# --- s10. goodput and percentiles recomputed from the reference's run with numpy -------------------
+
+def test_goodput_rate_recomputed_from_the_records():
+    d = fig_data("goodput_rate")
+    ttft_bound, tpot_bound = d["slo"]["ttft_s"], d["slo"]["tpot_s"]
+    for row in d["rows"]:
+        recs = [r for r in row["records"] if r[5]]
+        ttft = [r[1] - r[0] for r in recs]
+        tpot = [0.0 if r[3] < 2 else (r[2] - r[1]) / (r[3] - 1) for r in recs]
+        duration = max(r[2] for r in row["records"]) - min(r[0] for r in row["records"])
+        good = sum(t <= ttft_bound and p <= tpot_bound for t, p in zip(ttft, tpot))
+        assert row["goodput"] == pytest.approx(good / duration)
+        assert row["throughput"] == pytest.approx(len(recs) / duration)
+        assert row["ttft_p99"] == pytest.approx(float(np.percentile(ttft, 99)))
+        assert row["tpot_p50"] == pytest.approx(float(np.percentile(tpot, 50)))
+        assert row["goodput"] <= row["throughput"] + 1e-12
+
+
+def test_token_mask_counts_equal_regex_partial_matching():
+    """The figure's allowed-token counts per prefix against the `regex` module's partial matching of
+    the schema's pattern over the same token texts (an independent grammar engine)."""
+    import regex
+    from tokenizers import Tokenizer
+
+    mod = FIG["token_mask"]
+    d = fig_data("token_mask")
+    tok = Tokenizer.from_file(str(mod.TOKENIZER))
+    special = {t.content for t in tok.get_added_tokens_decoder().values()}
+    texts = []
+    for i in range(tok.get_vocab_size()):
+        s = None if tok.id_to_token(i) in special else tok.decode([i], skip_special_tokens=False)
+        texts.append(s if s and all(" " <= c <= "~" for c in s) else None)
+    pattern = regex.compile(r'\{"name":"[ !#-\[\]-~]{0,12}","age":-?(?:0|[1-9][0-9]{0,8}),"captain":(?:true|false)\}')
+    for i, n in enumerate(d["allowed"]):
+        prefix = d["document"][:i]
+        want = sum(1 for s in texts if s and pattern.fullmatch(prefix + s, partial=True)) + bool(pattern.fullmatch(prefix))
+        assert n == want, (i, prefix, n, want)

@@ -1,0 +1,134 @@
+"""The engine behind the server: P1's `LLM`, stepped by one asyncio task, each request's new
+tokens handed to the handler that waits for them.
+
+    engine = AsyncEngine(llm)            # inside the event loop:
+    engine.start()
+    async for delta in engine.generate(prompt_ids, params):
+        ...                              # delta.text, delta.finish_reason
+    await engine.stop()
+
+One task owns the engine (no threads): while requests are pending it runs `llm.step()`, then puts
+each request's new tokens on that request's queue and yields to the event loop, so handlers can
+write to their sockets and new requests can arrive. A step blocks the loop while it runs; new
+requests join at the next step (continuous batching). A handler that leaves `generate` early (the
+client disconnected: the ASGI server cancels the handler) aborts its request: the sequence leaves
+the scheduler and its KV blocks go back to the pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from minivllm import LLM, SamplingParams
+
+from .detokenize import IncrementalDetokenizer
+from .json_fsm import JsonFSM, State
+from .token_mask import TokenMasker, masked_run, token_strings
+
+
+@dataclass
+class Delta:
+    """What one step added to one request."""
+
+    token_ids: list[int]          # the tokens sampled in this step (one, or none for held-back text)
+    text: str                     # the text they add
+    finish_reason: str | None     # "stop" (EOS or a stop token), "length" (max_tokens), None while running
+    num_prompt_tokens: int
+    num_output_tokens: int        # all tokens generated so far (the stop token included)
+
+
+@dataclass
+class Constraint:
+    """A structured-output request's automaton over the vocabulary, and where it stands."""
+
+    masker: TokenMasker
+    state: State
+
+
+@dataclass
+class _Stream:
+    seq: object                   # the request's kvcache.Sequence
+    queue: asyncio.Queue
+    detok: IncrementalDetokenizer
+    constraint: Constraint | None = None
+    sent: int = 0                 # completion tokens already handed out
+
+
+class AsyncEngine:
+    """Serves `llm` to many concurrent handlers. Attributes: llm, streams (request id -> state)."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self.streams: dict[int, _Stream] = {}
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._strings: list[str | None] | None = None  # each token's text, for token masks (made once)
+        # the engine samples through masked_run: a constrained request's row is masked before sampling
+        llm.model_runner.run = functools.partial(masked_run, llm.model_runner, allowed_of=self._allowed_of)
+
+    def constraint(self, fsm: JsonFSM) -> Constraint:
+        """A fresh Constraint of `fsm` over this engine's vocabulary, at the automaton's start."""
+        if self._strings is None:
+            self._strings = token_strings(self.llm.tokenizer, self.llm.model_config.vocab_size)
+        eos = self.llm.model_config.eos_token_ids[0]
+        return Constraint(TokenMasker(fsm, self._strings, eos), fsm.start())
+
+    def _allowed_of(self, seq_id: int) -> list[int] | None:
+        stream = self.streams.get(seq_id)
+        if stream is None or stream.constraint is None:
+            return None
+        return stream.constraint.masker.allowed(stream.constraint.state)
+
+    def start(self) -> None:
+        """Start the stepping task in the running event loop."""
+        self._wake = asyncio.Event()
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        """Cancel the stepping task and abort every request still running."""
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        for rid in list(self.streams):
+            self.abort(rid)
+
+    async def generate(self, prompt_ids: list[int], params: SamplingParams,
+                       constraint: Constraint | None = None) -> AsyncIterator[Delta]:
+        """Queue a request and yield its Deltas until one has a finish_reason. ValueError (from the
+        engine) for a prompt that cannot be served. Leaving early (an exception, a cancellation,
+        the consumer closing the generator) aborts the request. With a constraint, every token is
+        sampled under its mask (the engine asks `_allowed_of` each step)."""
+        raise NotImplementedError("s10.1: AsyncEngine.generate")
+        yield  # never reached; keeps this an async generator while it is a stub
+
+    def abort(self, rid: int) -> None:
+        """Forget request `rid`: remove its sequence from the scheduler (waiting or running) and
+        free its KV blocks. A request that already finished only leaves `streams`."""
+        raise NotImplementedError("s10.2: AsyncEngine.abort")
+
+    async def _run(self) -> None:
+        while True:
+            if not self.llm.has_unfinished_requests():
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            try:
+                self.llm.step()
+            except Exception as exc:  # noqa: BLE001  a failed step fails every request in it, not the server
+                for rid, stream in list(self.streams.items()):
+                    stream.queue.put_nowait(RuntimeError(f"engine step failed: {exc}"))
+                    self.abort(rid)
+                continue
+            self._publish()
+            await asyncio.sleep(0)  # let the handlers send what was published
+
+    def _publish(self) -> None:
+        """After a step: advance each constrained request's automaton over its new tokens, and put
+        a Delta on the queue of each request that got new tokens."""
+        raise NotImplementedError("s10.3: AsyncEngine._publish")

@@ -1,0 +1,170 @@
+"""The handlers of /v1/completions and /v1/chat/completions: a parsed request becomes a prompt and
+SamplingParams, the engine's Deltas become one JSON reply or a stream of server-sent events.
+
+Errors are APIError (protocol.py), which the app turns into the OpenAI error shape:
+400 for a body that is not JSON or not a valid request, or a prompt + max_tokens longer than the
+server's max_model_len; 404 for a model this server does not serve.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+
+from minivllm import SamplingParams
+from pydantic import BaseModel, ValidationError
+
+from .async_engine import AsyncEngine
+from .chat import apply_chat_template
+from .json_fsm import JsonFSM
+from .protocol import (
+    APIError,
+    ChatCompletionRequest,
+    CompletionRequest,
+    chat_body,
+    chat_chunk,
+    completion_body,
+    sse,
+    usage,
+    usage_chunk,
+)
+
+
+@dataclass
+class Prepared:
+    """A request ready for the engine."""
+
+    rid: str                      # "cmpl-..." or "chatcmpl-..."
+    model: str
+    chat: bool
+    prompt_ids: list[int]
+    params: SamplingParams
+    stream: bool
+    include_usage: bool
+    fsm: JsonFSM | None = None    # the response_format's JSON schema as an automaton, or None
+
+
+def list_models(served: str, max_model_len: int) -> dict:
+    """The body of GET /v1/models: {"object": "list", "data": [one model card]}; a card has the id
+    (the served name), "object": "model", "created" (any int), "owned_by" and max_model_len."""
+    # BEGIN SOLUTION
+    return {"object": "list", "data": [{"id": served, "object": "model", "created": 0, "owned_by": "course",
+                                        "max_model_len": max_model_len}]}
+    # END SOLUTION
+
+
+def parse_body(raw: bytes, kind: type[BaseModel]) -> BaseModel:
+    """The request body as `kind`. APIError 400 when it is not JSON, not an object, or not a valid `kind`
+    (the message names the first bad field)."""
+    # BEGIN SOLUTION
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise APIError(400, f"the request body is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise APIError(400, "the request body must be a JSON object")
+    try:
+        return kind.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or None
+        raise APIError(400, f"{field}: {first['msg']}", param=field) from None
+    # END SOLUTION
+
+
+def response_schema(response_format: dict | None) -> JsonFSM | None:
+    """The automaton of a response_format: None for no format or {"type": "text"}; for
+    {"type": "json_schema", "json_schema": {"schema": S, ...}} a JsonFSM of S. APIError 400 for any
+    other format or a schema outside the course's subset (the message says why)."""
+    if response_format is None or response_format.get("type") == "text":
+        return None
+    if response_format.get("type") != "json_schema" or not isinstance(response_format.get("json_schema"), dict):
+        raise APIError(400, "response_format must be {'type': 'json_schema', 'json_schema': {'schema': ...}} or text",
+                       param="response_format")
+    try:
+        return JsonFSM(response_format["json_schema"].get("schema"))
+    except ValueError as e:
+        raise APIError(400, f"unsupported JSON schema: {e}", param="response_format") from None
+
+
+def prepare(req: CompletionRequest | ChatCompletionRequest, served: str, tokenizer, max_model_len: int) -> Prepared:
+    """Check the model name (404), build the prompt (the chat template for a chat request, token ids
+    taken as they are), check prompt + max_tokens against max_model_len (400), make SamplingParams,
+    and the response format's automaton (`response_schema`)."""
+    # BEGIN SOLUTION
+    if req.model != served:
+        raise APIError(404, f"The model `{req.model}` does not exist.", param="model", code="model_not_found")
+    chat = isinstance(req, ChatCompletionRequest)
+    if chat:
+        try:
+            text = apply_chat_template([m.model_dump() for m in req.messages])
+        except ValueError as e:
+            raise APIError(400, str(e), param="messages") from None
+        ids = tokenizer.encode(text).ids
+        max_tokens = req.max_completion_tokens or req.max_tokens or max_model_len - len(ids)
+    else:
+        ids = list(req.prompt) if isinstance(req.prompt, list) else tokenizer.encode(req.prompt).ids
+        max_tokens = req.max_tokens
+    if not ids:
+        raise APIError(400, "the prompt is empty", param="prompt")
+    if any(not 0 <= t < tokenizer.get_vocab_size() for t in ids):
+        raise APIError(400, "a prompt token id is outside the vocabulary", param="prompt")
+    if len(ids) + max_tokens > max_model_len:
+        raise APIError(400, f"This model's maximum context length is {max_model_len} tokens; you asked for "
+                            f"{len(ids)} prompt + {max_tokens} completion tokens.", param="max_tokens")
+    params = SamplingParams(temperature=req.temperature, top_p=req.top_p, max_tokens=max_tokens,
+                            ignore_eos=req.ignore_eos, seed=req.seed)
+    include = bool(req.stream_options and req.stream_options.include_usage)
+    rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+    return Prepared(rid, req.model, chat, ids, params, req.stream, include, response_schema(req.response_format))
+    # END SOLUTION
+
+
+def _constraint(engine: AsyncEngine, p: Prepared):
+    return engine.constraint(p.fsm) if p.fsm is not None else None
+
+
+async def complete(engine: AsyncEngine, p: Prepared) -> dict:
+    """The whole reply of a request that does not stream: the text, the finish reason, the usage."""
+    # BEGIN SOLUTION
+    text, last = [], None
+    async with aclosing(engine.generate(p.prompt_ids, p.params, _constraint(engine, p))) as deltas:
+        async for delta in deltas:
+            text.append(delta.text)
+            last = delta
+    use = usage(last.num_prompt_tokens, last.num_output_tokens)
+    if p.chat:
+        return chat_body(p.rid, p.model, "".join(text), last.finish_reason, use)
+    return completion_body(p.rid, p.model, "".join(text), last.finish_reason, use)
+    # END SOLUTION
+
+
+async def stream(engine: AsyncEngine, p: Prepared) -> AsyncIterator[str]:
+    """The server-sent events of a streamed reply: a chat stream opens with a chunk whose delta is
+    {"role": "assistant"}; one chunk per Delta that carries text (a chat chunk's delta is
+    {"content": text}) or a finish reason (the last); then, with stream_options.include_usage, a
+    chunk with no choices and the usage; then "data: [DONE]". Closed early (the client left), it
+    closes the engine's generator, so that the request is aborted at once."""
+    # BEGIN SOLUTION
+    if p.chat:
+        yield sse(chat_chunk(p.rid, p.model, {"role": "assistant", "content": ""}, None))
+    last = None
+    async with aclosing(engine.generate(p.prompt_ids, p.params, _constraint(engine, p))) as deltas:  # aborted if we are closed
+        async for delta in deltas:
+            last = delta
+            if not delta.text and delta.finish_reason is None:
+                continue
+            if p.chat:
+                body = chat_chunk(p.rid, p.model, {"content": delta.text} if delta.text else {}, delta.finish_reason)
+            else:
+                body = completion_body(p.rid, p.model, delta.text, delta.finish_reason, None)
+            yield sse(body)
+    if p.include_usage:
+        yield sse(usage_chunk(p.rid, p.model, p.chat, usage(last.num_prompt_tokens, last.num_output_tokens)))
+    yield sse("[DONE]")
+    # END SOLUTION
+    return
+    yield  # never reached; keeps this an async generator while it is a stub
