@@ -34,7 +34,7 @@ from typing import Any
 
 from autograder.judge.ceilings import Work
 from autograder.testing import in_the_worker
-from autograder.worker import accounting, timer
+from autograder.worker import accounting, feed, timer
 from autograder.worker.timer import L2_FLUSH_BYTES, Timing
 
 __all__ = ["L2_FLUSH_BYTES", "MIN_SETS", "Timing", "Work", "copy_bandwidth", "measure"]
@@ -78,7 +78,7 @@ def measure(
     sets = _checked_sets(inputs, reps, judge_baseline=in_judge and not _is_worker_callable(fn))
     if in_judge:
         return _measure_in_judge(fn, warmup, reps, flush_l2, device, cuda_graph, sets, check, work)
-    keep = None if sets is None else frozenset(timer.pick_checked(reps))  # in the worker: its own word
+    keep = None if sets is None else frozenset(feed.pick_checked(reps))  # in the worker: its own word
     if acct is None or not acct.recording:  # no rules, or the test's oracle is being timed
         timing = timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph, sets, keep)
         if sets is not None and check is not None:
@@ -113,7 +113,7 @@ def _checked_sets(inputs: Sequence[tuple] | None, reps: int, judge_baseline: boo
     if len(sets) < MIN_SETS or reps < len(sets):
         raise ValueError(f"measure: inputs needs at least {MIN_SETS} sets and reps >= the number of sets "
                          f"(got {len(sets)} sets, reps={reps})")
-    timer.check_sets(sets)
+    feed.check_sets(sets)
     for i in range(len(sets)):
         for j in range(i):
             if _same_values(sets[i], sets[j]):
@@ -134,7 +134,7 @@ def _check_outputs(timing: Timing, sets: list[tuple], check: Check, reps: int, a
     last = len(sets) - 1  # the set of the last timed repetition, left in the buffers for the audit
     cases = []
     for i, out in timing.outputs:  # (repetition, its kept output)
-        k = timer.set_of(i, reps, len(sets))
+        k = feed.set_of(i, reps, len(sets))
         cases.append((k, out, f"timed repetition {i} (input set {k})"))
     if timing.replayed is not None:
         cases.append((last, timing.replayed, f"the last graph replay (input set {last})"))
@@ -166,7 +166,7 @@ def _measure_in_judge(fn: Callable[..., object], warmup: int, reps: int, flush_l
                                       cuda_graph=cuda_graph, sets=sets, verify=verify)
     client = this_run.client_if_started()
     before = client.calls if client is not None else 0
-    keep = None if sets is None else frozenset(timer.pick_checked(reps))  # the judge's own code: chosen ahead
+    keep = None if sets is None else frozenset(feed.pick_checked(reps))  # the judge's own code: chosen ahead
     timing = timer.timed(fn, warmup, reps, flush_l2, device, cuda_graph, sets, keep)
     if client is not None and client.calls != before:
         raise TypeError("measure: this function calls the submission through the judge (each call a request); "

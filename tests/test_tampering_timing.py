@@ -19,7 +19,7 @@ from autograder.judge import ceilings, importer, this_run
 from autograder.judge.client import WorkerClient
 from autograder.protocol.messages import HeldForReview, Op
 from autograder.timing import Work, measure
-from autograder.worker import timer
+from autograder.worker import feed, timer
 
 GRADER = Path(__file__).resolve().parent.parent / "autograder"
 FIXTURES = Path(__file__).parent / "fixtures" / "tampering"
@@ -122,7 +122,7 @@ def picks(monkeypatch):
     drawn: list = []
 
     def pick(chosen: list[int]) -> list:
-        monkeypatch.setattr(timer, "pick_checked", lambda reps: (drawn.append(("pick", reps)), list(chosen))[1])
+        monkeypatch.setattr(feed, "pick_checked", lambda reps: (drawn.append(("pick", reps)), list(chosen))[1])
         return drawn
 
     return pick
@@ -192,9 +192,9 @@ def test_the_worker_keeps_every_repetitions_output_on_its_own_set(worker_of, pic
 
 def test_the_default_draw_is_four_distinct_repetitions_or_all():
     for _ in range(20):
-        drawn = timer.pick_checked(20)
+        drawn = feed.pick_checked(20)
         assert len(set(drawn)) == 4 and all(0 <= i < 20 for i in drawn)
-    assert timer.pick_checked(3) == [0, 1, 2]
+    assert feed.pick_checked(3) == [0, 1, 2]
 
 
 def test_a_stale_answer_fails_when_its_repetition_is_drawn(worker_of, picks):

@@ -91,7 +91,7 @@ def test_only_plain_tensors_are_copied_from_a_replay():
     """A look-alike with its own clone() would run the submission's code where nothing is accounted."""
     import torch
 
-    from autograder.worker.timer import copy_of
+    from autograder.worker.feed import copy_of
 
     class LooksLikeATensor:
         is_cuda = True
@@ -108,9 +108,9 @@ def test_only_plain_tensors_are_copied_from_a_replay():
 @pytest.fixture
 def check_all(monkeypatch):
     """The judge's draw of checked repetitions made deterministic: every one."""
-    from autograder.worker import timer
+    from autograder.worker import feed
 
-    monkeypatch.setattr(timer, "pick_checked", lambda reps: list(range(reps)))
+    monkeypatch.setattr(feed, "pick_checked", lambda reps: list(range(reps)))
 
 
 @cuda
@@ -156,9 +156,10 @@ def test_each_repetition_runs_on_its_own_set_and_every_output_is_kept():
     import torch
 
     from autograder.worker import timer
+    from autograder.worker.feed import Feed
 
     sets = [(torch.full((4,), float(i)),) for i in range(6)]
-    feed = timer.Feed.of(sets[0])
+    feed = Feed.of(sets[0])
     feed.rotate(sets)
     out, seen = torch.empty(4), []
     call = feed.bind(lambda x: (seen.append(float(x[0])), out.copy_(x + 1))[1])

@@ -33,7 +33,7 @@ Input sets (`inputs=`, one per repetition): the sets reach the worker in the tim
 inside the bracket. A result the worker computes ahead for a set it has just received is either
 claimed in the samples (and graded) or unclaimed time the sum check bounds. The worker keeps a
 copy of every repetition's output; only after the timed reply does the judge draw which of them
-to check (`timer.pick_checked`) and fetch those (outputs can be large: never all of them).
+to check (`feeds.pick_checked`) and fetch those (outputs can be large: never all of them).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from typing import Any
 from autograder.judge.mirrored_errors import RemoteError
 from autograder.judge.proxies import BoundMethod
 from autograder.protocol.messages import Op
+from autograder.worker import feed as feeds
 from autograder.worker import timer
 
 # The reference solutions report 0.9-1.0 of the bracket on CPU and on the H200 (see the trust-model
@@ -81,7 +82,7 @@ def empty_loop_s(reps: int, flush_l2: bool, device: Any, sets: list[tuple] | Non
         return _empty_loop[key]
     feed = None
     if sets is not None:
-        feed = timer.Feed.of(sets[0])
+        feed = feeds.Feed.of(sets[0])
         feed.rotate(sets)
         feed.hold = timer.cuda_device(device) is None
     walls = []
@@ -170,7 +171,7 @@ def _nbytes(value: Any) -> int:
 
 def _fetch_checked(client: Any, fn: Any, reps: int) -> tuple[tuple[int, Any], ...]:
     """The kept outputs of the repetitions drawn now, after the timed reply: (repetition, output)."""
-    chosen = list(timer.pick_checked(reps))
+    chosen = list(feeds.pick_checked(reps))
     outputs = client.request(Op.MEASURE, fn, "outputs", {"reps": chosen})
     if type(outputs) is not list or len(outputs) != len(chosen):
         raise TimingRejected(f"the submission's process sent no kept outputs of repetitions {chosen}")

@@ -16,6 +16,7 @@ from typing import Any
 
 from autograder.protocol.rules import AccountingRules, own_kernel_share
 from autograder.worker import accounting, forbid, ranks, timer
+from autograder.worker.feed import Feed, copy_of
 
 CALL_MARKER = "autograder::call"  # a zero-length profiler range put down at every call the judge makes
 
@@ -70,13 +71,13 @@ class TestSession:
         if self._pause is None and self.accountant is not None:
             self._pause = self.accountant.paused()
             self._pause.__enter__()
-        self._feed = (fn, timer.Feed.of(first)) if first is not None else None
+        self._feed = (fn, Feed.of(first)) if first is not None else None
         call = self.bound(fn)
         out = None
         for _ in range(count):
             out = call()
         if first is not None and count > 0:  # freed at once: the allocator keeps the blocks for the loop's copies
-            reserved = [timer.copy_of(out) for _ in range(reps)]
+            reserved = [copy_of(out) for _ in range(reps)]
             del reserved
         if cuda_graph:
             self._replay = (fn, timer.capture(call, device))
