@@ -140,10 +140,12 @@ def test_a_claim_short_of_the_bracket_is_raised_to_three_quarters_of_the_judges_
     worker_of("")
     import slowpkg
 
-    monkeypatch.setattr(bracket, "empty_loop_s", lambda *a, **k: -0.040)
-    timing = measure(slowpkg.work, warmup=1, reps=10)  # 10 x 4 ms claimed of >= 80 ms net: 0.5 or less
+    monkeypatch.setattr(bracket, "empty_loop_s", lambda *a, **k: -0.080)
+    timing = measure(slowpkg.work, warmup=1, reps=10)  # 10 x 4 ms claimed of ~120 ms net: 0.35 or less
     credited = timing.mean_s * timing.reps
-    assert credited >= bracket.MIN_CLAIM_FRACTION * 0.080 - 1e-9, f"credited {credited * 1e3:.2f} ms"
+    # The net bracket is the loop (>= 40 ms) + 80 ms, less the judge's estimate of the reply's
+    # overhead: up to 10 ms of that allowed for a loaded host.
+    assert credited >= bracket.MIN_CLAIM_FRACTION * 0.110, f"credited {credited * 1e3:.2f} ms"
     assert timing.median_s >= 0.0055, f"a median of {timing.median_s * 1e3:.2f} ms: the samples were not raised"
     out = capsys.readouterr().out
     assert "short of 0.75 of the bracket" in out and "credited" in out, out

@@ -1,4 +1,4 @@
-"""Where in the student's own code an exception came from, in the student's own paths.
+"""Where in the student's own code an exception came from, in the student's own paths, and what the judge needs to raise its mirror.
 
 A traceback of the worker starts in the grader's dispatch and, for a Triton kernel run by the
 interpreter, ends inside Triton (`InterpreterError` wraps the real error, raised while the
@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import os
 import traceback
+from typing import Any
+
+from autograder.worker.refs import exception_bases, qualified
 
 MAX_CHAIN = 8
 TEST_FOLDERS = ("tests", "hidden", "..")  # the staged tests and anything outside the staging folder
@@ -44,3 +47,15 @@ def student_paths(text: str, root: str | None = None) -> str:
     """A traceback's text with the staging folder's prefix dropped (paths as the student has them)."""
     root = os.path.realpath(root or os.getcwd())
     return text.replace(root + os.sep, "")
+
+
+def describe(exc: BaseException) -> dict[str, Any]:
+    """What the judge needs to raise its own mirror of `exc` (type, builtin bases, message)."""
+    module, name = qualified(type(exc))
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001  a student exception whose __str__ raises
+        message = f"<{name} whose message cannot be read>"
+    text = student_paths("".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-12)))
+    return {"type": name, "module": module, "bases": exception_bases(type(exc)), "message": message[:4000],
+            "traceback": text[-6000:], "where": student_frame(exc)}

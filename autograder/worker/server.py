@@ -16,7 +16,6 @@ import os
 import signal
 import socket
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -25,8 +24,8 @@ from autograder.protocol.messages import CALL_REQUESTS, ENV_ROLE, ROLE_WORKER, O
 from autograder.protocol.rules import AccountingRules
 from autograder.protocol.wire import ProtocolError, expect, recv_frame, send_frame
 from autograder.worker import accounting, forbid, guard, ranks, toggles, trust
-from autograder.worker.blame import student_frame, student_paths
-from autograder.worker.refs import ObjectTable, WorkerCodec, exception_bases, qualified
+from autograder.worker.blame import describe
+from autograder.worker.refs import ObjectTable, WorkerCodec
 from autograder.worker.session import TestSession
 
 SPECIALS = {"len", "getitem", "setitem", "delitem", "contains", "iter", "bool", "repr", "str", "next"}
@@ -254,18 +253,6 @@ def _load_test_module(module_name: str, path: str, source: str | None = None) ->
     acct = accounting.current()
     with forbid.lifted(), (acct.paused() if acct is not None else contextlib.nullcontext()):
         return trust.load_trusted(module_name, path, source)  # its code objects registered as trusted
-
-
-def describe(exc: BaseException) -> dict[str, Any]:
-    """What the judge needs to raise its own mirror of `exc` (type, builtin bases, message)."""
-    module, name = qualified(type(exc))
-    try:
-        message = str(exc)
-    except Exception:  # noqa: BLE001  a student exception whose __str__ raises
-        message = f"<{name} whose message cannot be read>"
-    text = student_paths("".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-12)))
-    return {"type": name, "module": module, "bases": exception_bases(type(exc)), "message": message[:4000],
-            "traceback": text[-6000:], "where": student_frame(exc)}
 
 
 def _load_conftest() -> None:
