@@ -7,7 +7,7 @@ include course/student/Makefile
 MAX    ?= 40
 MUTATION_STAMP := $(VENV)/.mutation-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: cpu-image test variants assignments check datasets datasets-check release mutation figures gradescope tasks
+.PHONY: cpu-image test quick-loops variants assignments check datasets datasets-check release mutation figures gradescope tasks
 
 help::
 	@echo "make grade SOLUTION=1              grade the reference solution instead"
@@ -15,6 +15,7 @@ help::
 	@echo "make cpu-image                     the CPU grading image for --sandbox docker (needs a Docker engine)"
 	@echo "make assignments                   regenerate assignments/ from solutions/"
 	@echo "make check                         check the course invariants"
+	@echo "make quick-loops [N=2]             every reference's public tests in the student's quick loop"
 	@echo "make variants [A=<id>]             grade every broken variant, record those all caught"
 	@echo "make release WEEK=<n> [REPO=<dir>] the student release of weeks 1..n (REPO: also commit it there)"
 	@echo "make mutation A=<id> [MAX=40]      mutation-test the reference (writes solutions/<id>/mutation.toml)"
@@ -33,6 +34,11 @@ cpu-image: $(STAMP)
 N ?= 2
 test: $(STAMP)
 	$(PY) -m pytest tests -q -rs -n $(N) --dist worksteal --durations=15
+
+# The student's quick loop (plain pytest in the release folder) over every reference; `make test` runs
+# all but the five slowest (tests/test_quick_loop.py).
+quick-loops: $(STAMP)
+	AUTOGRADER_ALL_QUICK_LOOPS=1 $(PY) -m pytest tests/test_quick_loop.py -q -n $(N)
 
 # Every broken variant of one assignment (A=<id>) or of all (~30 min on 2 cores), each graded here.
 # An assignment whose variants all lose points gets solutions/<id>/mutants.lock: `make test` grades

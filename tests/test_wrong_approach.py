@@ -125,10 +125,11 @@ def test_paged_attention_by_sdpa_earns_nothing_over_the_stub(tmp_path):
     point, the paged-attention tests that SDPA would pass earn nothing."""
     aid = "p1_minivllm"
     sub = _submission(tmp_path, aid, "p1_sdpa_paged_attention", "stub")
-    unchecked, _ = _grade(sub, aid, accounting=False)
+    files = ["tests/test_kernels.py", "hidden/test_units_hidden.py"]  # the units; the stub's engine runs nothing
+    unchecked, _ = _grade(sub, aid, accounting=False, only_files=files)
     sidestepped = {t.test.nodeid for t in unchecked.tests if t.graded and t.score > 0 and "paged_attention" in t.test.nodeid}
     assert sidestepped, "SDPA on gathered KV should pass the paged-attention tests without accounting"
-    result, graded = _grade(sub, aid, accounting=True)
+    result, graded = _grade(sub, aid, accounting=True, only_files=files)
     score, max_score = _code_score(graded)
     assert score <= 0.1 * max_score, f"{score}/{max_score}"
     for t in graded:

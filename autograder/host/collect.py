@@ -12,14 +12,14 @@ import hmac
 import json
 import os
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.errors import GraderError
 from autograder.host.attachments import from_record
 from autograder.host.course_files import counts
-from autograder.errors import GraderError
+from autograder.host.judge_command import AUTOLOAD_OFF, judge_argv
 from autograder.host.results import ERROR, FAILED, HELD, NOT_GRADED, PASSED, ExpectedTest, TestResult
 from autograder.protocol.messages import RecordKind
 from autograder.protocol.run import OPT_RUN, RunDescription
@@ -119,11 +119,11 @@ def collect_expected(workdir: Path, env: dict[str, str], cache: Path | None, pac
         return _parse_manifest(json.loads(cached.read_text()))
     manifest = workdir / ".manifest.json"
     run = RunDescription(package=package, given=tuple(given), manifest=str(manifest)).write(workdir / ".run.json")
-    argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "autograder.judge.plugin",
-            OPT_RUN, str(run), "-p", "no:cacheprovider", "-o", "pythonpath=.",
-            "--rootdir", str(workdir), "tests", "hidden"]
-    argv = [a for a in argv if a not in ("tests", "hidden") or (workdir / a).is_dir()]
-    proc = subprocess.run(argv, cwd=workdir, env=env, capture_output=True, text=True, timeout=600, check=False)
+    folders = [a for a in ("tests", "hidden") if (workdir / a).is_dir()]
+    argv = judge_argv("--collect-only", "-q", OPT_RUN, str(run), "-p", "no:cacheprovider", "-o", "pythonpath=.",
+                      "--rootdir", str(workdir), *folders)
+    proc = subprocess.run(argv, cwd=workdir, env=env | AUTOLOAD_OFF, capture_output=True, text=True, timeout=600,
+                          check=False)
     if not manifest.is_file():
         raise GraderError(f"could not collect the master tests:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
     data = json.loads(manifest.read_text())

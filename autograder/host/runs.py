@@ -13,6 +13,7 @@ from pathlib import Path
 
 from autograder.host.attachments import verify as verify_attachments
 from autograder.host.collect import read_reported, reconcile, unexpected
+from autograder.host.judge_command import AUTOLOAD_OFF, judge_argv
 from autograder.host.probe import ImportProbe, hang_reason, probe_argv, read_probe, setup_error
 from autograder.host.progress import Tally
 from autograder.host.repo import GRADER_ROOT, Course
@@ -33,6 +34,7 @@ def base_env(workdir: Path, threads: int) -> dict[str, str]:
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(workdir / "home"), "TMPDIR": str(workdir / "tmp"),
         "PYTHONPATH": os.pathsep.join([str(workdir), str(GRADER_ROOT)]),
+        **AUTOLOAD_OFF,  # the judge names its plugins (host/judge_command.py)
         "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "PYTHONUNBUFFERED": "1",
         "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MPLBACKEND": "Agg",
         "TRITON_CACHE_DIR": str(workdir / "tmp" / "triton"), "TOKENIZERS_PARALLELISM": "false",
@@ -105,11 +107,10 @@ def run_files(job: Job, name: str, test_files: list[str], *, batch: bool) -> tup
     run = RunDescription(package=spec.package, given=tuple(spec.packages[1:]), forbidden=tuple(spec.limits.forbidden),
                          accounting=spec.accounting.to_json(), results=str(results_file), attachments=str(attachments),
                          worker_hides=_worker_hides(workdir, test_files), reveal_hidden=job.reference)
-    argv = [sys.executable, "-m", "pytest", *test_files, "-p", "autograder.judge.plugin",
-            OPT_RUN, str(run.write(results_file.parent / RUN_FILE)), "-p", "no:cacheprovider",
-            "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
-            "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}",
-            *(["--maxfail=1"] if job.first_failure else [])]
+    argv = judge_argv(*test_files, OPT_RUN, str(run.write(results_file.parent / RUN_FILE)), "-p", "no:cacheprovider",
+                      "-o", "pythonpath=.", "--rootdir", str(workdir), "-q", "--no-header",
+                      "--continue-on-collection-errors", f"--timeout={spec.limits.test_timeout_s:g}",
+                      *(["--maxfail=1"] if job.first_failure else []))
     # The master tests and support files stay read-only: the worker starts while the judge is still
     # collecting, and must not rewrite a test before the judge imports it.
     read_only = tuple(p for p in workdir.iterdir() if p.name not in (*spec.packages, "home", "tmp", JUDGE_DIR))
