@@ -44,8 +44,24 @@ def model_dir() -> str:
 
 # ---- the server, in the worker ------------------------------------------------------------------
 @in_worker
-def start_server(model_path: str, max_model_len: int, engine: dict) -> int:
-    """Build the submission's app and serve it with uvicorn in a daemon thread; the port."""
+def write_adapters(adapters: dict) -> dict:
+    """Write each LoRA adapter's files ({name: {file name: bytes}}) into a fresh folder of the
+    worker's temporary directory; {name: folder}."""
+    import tempfile
+
+    folders = {}
+    for name, files in adapters.items():
+        folder = Path(tempfile.mkdtemp(prefix=f"lora-{name}-"))
+        for fname, data in files.items():
+            (folder / fname).write_bytes(data)
+        folders[name] = str(folder)
+    return folders
+
+
+@in_worker
+def start_server(model_path: str, max_model_len: int, engine: dict, lora: dict | None = None) -> int:
+    """Build the submission's app and serve it with uvicorn in a daemon thread; the port. lora:
+    {adapter name: {file name: bytes}}, served as `ServerConfig.lora_adapters`."""
     import socket
     import threading
     import time
@@ -54,7 +70,8 @@ def start_server(model_path: str, max_model_len: int, engine: dict) -> int:
     from serving import ServerConfig, build_app
 
     torch.set_num_threads(1)
-    app = build_app(ServerConfig(model_path, MODEL_NAME, max_model_len, dict(engine)))
+    adapters = write_adapters(lora) if lora else {}
+    app = build_app(ServerConfig(model_path, MODEL_NAME, max_model_len, dict(engine), lora_adapters=adapters))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -97,6 +114,20 @@ def engine_state(port: int) -> dict:
 
 
 @in_worker
+def target_weights(port: int) -> dict:
+    """The weight of every target linear (q/k/v/o, gate/up/down) of the served model, read in the
+    worker: a LoRALinear's wrapped nn.Linear is its `base`."""
+    from serving import TARGETS
+
+    model = _SERVERS[port][3].state.engine.llm.model_runner.model
+    out = {}
+    for name, module in model.named_modules():
+        if name.rpartition(".")[2] in TARGETS:
+            out[name] = getattr(module, "base", module).weight.detach().clone()
+    return out
+
+
+@in_worker
 def bench_in_worker(port: int, prompts: list, outputs: list, arrivals: list) -> list[tuple]:
     """The submission's run_benchmark against the server; each record as a plain tuple."""
     import asyncio
@@ -126,9 +157,10 @@ def watch_abort(port: int, seconds: float) -> dict:
 
 
 @contextlib.contextmanager
-def serving(max_model_len: int = 256, **engine):
-    """A running server for the block: its base URL. Stopped after it, whatever happened."""
-    port = start_server(model_dir(), max_model_len, engine)
+def serving(max_model_len: int = 256, lora: dict | None = None, **engine):
+    """A running server for the block: its port. Stopped after it, whatever happened. lora: LoRA
+    adapters to serve, {name: {file name: bytes}}."""
+    port = start_server(model_dir(), max_model_len, engine, lora)
     try:
         yield port
     finally:
@@ -187,8 +219,12 @@ class Expected:
     the first near-tie (a top-2 gap under the "greedy near-tie" tolerance, where another machine's
     summation order may pick either token): from there on only the text before it is checked."""
 
-    def __init__(self, prompt_ids: list[int], max_tokens: int, near_tie: float, ignore_eos: bool = False) -> None:
-        tokens, gaps = _greedy(tuple(prompt_ids), max_tokens, ignore_eos)
+    def __init__(self, prompt_ids: list[int], max_tokens: int, near_tie: float, ignore_eos: bool = False,
+                 model=None) -> None:
+        if model is None:
+            tokens, gaps = _greedy(tuple(prompt_ids), max_tokens, ignore_eos)
+        else:  # another HF model on the same tokenizer (a LoRA merged into the course model)
+            tokens, gaps = greedy_with_gaps(model, list(prompt_ids), max_tokens, eos=None if ignore_eos else EOS)
         self.prompt_ids, self.tokens = list(prompt_ids), list(tokens)
         cut = next((i for i, g in enumerate(gaps) if g < near_tie), None)
         self.exact = cut is None
@@ -196,11 +232,19 @@ class Expected:
         self.finish_reason = "stop" if tokens[-1] == EOS and not ignore_eos else "length"
         self.usage = (len(prompt_ids), len(tokens), len(prompt_ids) + len(tokens))
 
+    def first_difference(self, text: str) -> str:
+        """Which of HF's tokens is the first one `text` does not continue with."""
+        k = next((k for k in range(len(self.tokens)) if not text.startswith(decode(self.tokens[:k + 1]).rstrip("\ufffd"))),
+                 len(self.tokens))
+        return f"first differing token: #{k} of {len(self.tokens)}"
+
     def check_text(self, text: str, where: str) -> None:
         if self.exact:
-            assert text == self.text, f"{where}: the text differs from HF greedy on the same weights\n  got:  {text!r}\n  want: {self.text!r}"
+            assert text == self.text, (f"{where}: the text differs from HF greedy on the same weights ({self.first_difference(text)})"
+                                       f"\n  got:  {text!r}\n  want: {self.text!r}")
         else:
-            assert text.startswith(self.text), f"{where}: the text before HF's first near-tie differs\n  got:  {text!r}\n  want: {self.text!r}..."
+            assert text.startswith(self.text), (f"{where}: the text before HF's first near-tie differs ({self.first_difference(text)})"
+                                                f"\n  got:  {text!r}\n  want: {self.text!r}...")
 
     def check_reply(self, text: str, finish_reason: str | None, usage: tuple | None, where: str) -> None:
         self.check_text(text, where)

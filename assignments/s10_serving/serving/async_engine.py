@@ -26,6 +26,7 @@ from minivllm import LLM, SamplingParams
 
 from .detokenize import IncrementalDetokenizer
 from .json_fsm import JsonFSM, State
+from .lora import SLOT_BASE, LoRAManager, token_slots
 from .token_mask import TokenMasker, masked_run, token_strings
 
 
@@ -54,20 +55,25 @@ class _Stream:
     queue: asyncio.Queue
     detok: IncrementalDetokenizer
     constraint: Constraint | None = None
+    slot: int = SLOT_BASE         # the request's LoRA slot (0: the base model)
     sent: int = 0                 # completion tokens already handed out
 
 
 class AsyncEngine:
-    """Serves `llm` to many concurrent handlers. Attributes: llm, streams (request id -> state)."""
+    """Serves `llm` to many concurrent handlers. Attributes: llm, lora (the LoRAManager over llm's
+    model, or None), streams (request id -> state)."""
 
-    def __init__(self, llm: LLM) -> None:
+    def __init__(self, llm: LLM, lora: LoRAManager | None = None) -> None:
         self.llm = llm
+        self.lora = lora
         self.streams: dict[int, _Stream] = {}
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
         self._strings: list[str | None] | None = None  # each token's text, for token masks (made once)
         # the engine samples through masked_run: a constrained request's row is masked before sampling
-        llm.model_runner.run = functools.partial(masked_run, llm.model_runner, allowed_of=self._allowed_of)
+        # and, with adapters, each token row runs its request's adapter (the slots are set before the forward)
+        llm.model_runner.run = functools.partial(masked_run, llm.model_runner, allowed_of=self._allowed_of,
+                                                 before_forward=self._set_slots if lora is not None else None)
 
     def constraint(self, fsm: JsonFSM) -> Constraint:
         """A fresh Constraint of `fsm` over this engine's vocabulary, at the automaton's start."""
@@ -81,6 +87,21 @@ class AsyncEngine:
         if stream is None or stream.constraint is None:
             return None
         return stream.constraint.masker.allowed(stream.constraint.state)
+
+    def slot(self, adapter: str | None) -> int:
+        """The LoRA slot of adapter `adapter` (None: the base model); ValueError for an unknown name."""
+        if adapter is None:
+            return SLOT_BASE
+        if self.lora is None:
+            raise ValueError(f"no adapter named {adapter!r}: this engine serves no LoRA adapters")
+        return self.lora.slot(adapter)
+
+    def _slot_of(self, seq_id: int) -> int:
+        stream = self.streams.get(seq_id)
+        return SLOT_BASE if stream is None else stream.slot
+
+    def _set_slots(self, batch) -> None:
+        self.lora.set_slots(token_slots(batch.entries, self._slot_of).to(self.llm.model_runner.device))
 
     def start(self) -> None:
         """Start the stepping task in the running event loop."""
@@ -99,11 +120,12 @@ class AsyncEngine:
             self.abort(rid)
 
     async def generate(self, prompt_ids: list[int], params: SamplingParams,
-                       constraint: Constraint | None = None) -> AsyncIterator[Delta]:
+                       constraint: Constraint | None = None, adapter: str | None = None) -> AsyncIterator[Delta]:
         """Queue a request and yield its Deltas until one has a finish_reason. ValueError (from the
-        engine) for a prompt that cannot be served. Leaving early (an exception, a cancellation,
-        the consumer closing the generator) aborts the request. With a constraint, every token is
-        sampled under its mask (the engine asks `_allowed_of` each step)."""
+        engine) for a prompt that cannot be served or an unknown adapter. Leaving early (an
+        exception, a cancellation, the consumer closing the generator) aborts the request. With a
+        constraint, every token is sampled under its mask (the engine asks `_allowed_of` each step);
+        with an adapter, every token of the request runs through it (its `slot`, read by `_slot_of`)."""
         raise NotImplementedError("s10.1: AsyncEngine.generate")
         yield  # never reached; keeps this an async generator while it is a stub
 

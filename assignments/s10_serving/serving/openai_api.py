@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -45,18 +45,21 @@ class Prepared:
     stream: bool
     include_usage: bool
     fsm: JsonFSM | None = None    # the response_format's JSON schema as an automaton, or None
+    adapter: str | None = None    # the LoRA adapter asked for (the request's `model`), None for the base model
 
 
-def list_models(served: str, max_model_len: int) -> dict:
-    """The body of GET /v1/models: {"object": "list", "data": [one model card]}; a card has the id
-    (the served name), "object": "model", "created" (any int), "owned_by" and max_model_len."""
-    raise NotImplementedError("s10.12: list_models")
+def list_models(served: str, max_model_len: int, adapters: Collection[str] = ()) -> dict:
+    """The body of GET /v1/models: {"object": "list", "data": [model cards]}: the served model's card
+    first, then one per LoRA adapter in the given order. A card has the id (the served name or the
+    adapter's), "object": "model", "created" (any int), "owned_by" and max_model_len; an adapter's
+    card also "parent": the served name (as vLLM lists LoRA modules)."""
+    raise NotImplementedError("s10.16: list_models")
 
 
 def parse_body(raw: bytes, kind: type[BaseModel]) -> BaseModel:
     """The request body as `kind`. APIError 400 when it is not JSON, not an object, or not a valid `kind`
     (the message names the first bad field)."""
-    raise NotImplementedError("s10.13: parse_body")
+    raise NotImplementedError("s10.17: parse_body")
 
 
 def response_schema(response_format: dict | None) -> JsonFSM | None:
@@ -74,11 +77,13 @@ def response_schema(response_format: dict | None) -> JsonFSM | None:
         raise APIError(400, f"unsupported JSON schema: {e}", param="response_format") from None
 
 
-def prepare(req: CompletionRequest | ChatCompletionRequest, served: str, tokenizer, max_model_len: int) -> Prepared:
-    """Check the model name (404), build the prompt (the chat template for a chat request, token ids
+def prepare(req: CompletionRequest | ChatCompletionRequest, served: str, tokenizer, max_model_len: int,
+            adapters: Collection[str] = ()) -> Prepared:
+    """Check the model name (the served name: the base model; a name in `adapters`: that LoRA
+    adapter; anything else: 404), build the prompt (the chat template for a chat request, token ids
     taken as they are), check prompt + max_tokens against max_model_len (400), make SamplingParams,
     and the response format's automaton (`response_schema`)."""
-    raise NotImplementedError("s10.14: prepare")
+    raise NotImplementedError("s10.18: prepare")
 
 
 def _constraint(engine: AsyncEngine, p: Prepared):
@@ -87,7 +92,7 @@ def _constraint(engine: AsyncEngine, p: Prepared):
 
 async def complete(engine: AsyncEngine, p: Prepared) -> dict:
     """The whole reply of a request that does not stream: the text, the finish reason, the usage."""
-    raise NotImplementedError("s10.15: complete")
+    raise NotImplementedError("s10.19: complete")
 
 
 async def stream(engine: AsyncEngine, p: Prepared) -> AsyncIterator[str]:
@@ -96,6 +101,6 @@ async def stream(engine: AsyncEngine, p: Prepared) -> AsyncIterator[str]:
     {"content": text}) or a finish reason (the last); then, with stream_options.include_usage, a
     chunk with no choices and the usage; then "data: [DONE]". Closed early (the client left), it
     closes the engine's generator, so that the request is aborted at once."""
-    raise NotImplementedError("s10.16: stream")
+    raise NotImplementedError("s10.20: stream")
     return
     yield  # never reached; keeps this an async generator while it is a stub

@@ -72,28 +72,28 @@ def latency(r: RequestRecord) -> float:
 
 def tpot(r: RequestRecord) -> float:
     """(latency - TTFT) / (n - 1); 0.0 for fewer than two output tokens."""
-    raise NotImplementedError("s10.17: tpot")
+    raise NotImplementedError("s10.21: tpot")
 
 
 def meets(r: RequestRecord, slo: SLO) -> bool:
     """True when r is ok and each SLO that is set holds (<=)."""
-    raise NotImplementedError("s10.18: meets")
+    raise NotImplementedError("s10.22: meets")
 
 
 def percentile(values: list[float], q: float) -> float:
     """The q-th percentile (0 <= q <= 100) with linear interpolation between the two nearest ranks
     (numpy's default): sorted x, position (len - 1) * q / 100. nan for an empty list."""
-    raise NotImplementedError("s10.19: percentile")
+    raise NotImplementedError("s10.23: percentile")
 
 
 def summarize(records: list[RequestRecord], slo: SLO) -> Summary:
     """The benchmark's summary. Percentiles over the ok requests; duration from the first send to
     the last end over all requests. ValueError for no records or a duration that is not > 0."""
-    raise NotImplementedError("s10.20: summarize")
+    raise NotImplementedError("s10.24: summarize")
 
 
 def poisson_arrivals(rate: float, n: int, seed: int) -> list[float]:
     """n arrival times (seconds from the start) of a Poisson process of `rate` requests/s: the
     cumulative sums of n exponential gaps of mean 1/rate, drawn as
     numpy.random.default_rng(seed).exponential(1 / rate, n). ValueError for rate <= 0 or n < 1."""
-    raise NotImplementedError("s10.21: poisson_arrivals")
+    raise NotImplementedError("s10.25: poisson_arrivals")

@@ -49,32 +49,36 @@ class TokenMasker:
     def allowed(self, state: State) -> list[int]:
         """Sorted ids of the tokens whose every character the automaton accepts from `state`, plus
         eos_id when `state` is final."""
-        raise NotImplementedError("s10.22: TokenMasker.allowed")
+        raise NotImplementedError("s10.26: TokenMasker.allowed")
 
     def advance(self, state: State, token_id: int) -> State:
         """The state after token_id (EOS leaves it as it is). ValueError for a token the mask
         did not allow."""
-        raise NotImplementedError("s10.23: TokenMasker.advance")
+        raise NotImplementedError("s10.27: TokenMasker.advance")
 
 
 def apply_mask(logits: Tensor, allowed: list[int]) -> Tensor:
     """logits (V,) with every entry outside `allowed` set to -inf (a new tensor)."""
-    raise NotImplementedError("s10.24: apply_mask")
+    raise NotImplementedError("s10.28: apply_mask")
 
 
 def mask_rows(logits: Tensor, seq_ids: list[int], allowed_of: Callable[[int], list[int] | None]) -> Tensor:
     """logits (S, V), row i sampling for seq_ids[i]: each row whose request is constrained
     (allowed_of(seq_id) is a list) masked with `apply_mask`, the others as they are."""
-    raise NotImplementedError("s10.25: mask_rows")
+    raise NotImplementedError("s10.29: mask_rows")
 
 
-def masked_run(runner, batch, sampling: Mapping, allowed_of: Callable[[int], list[int] | None]) -> dict[int, int]:
+def masked_run(runner, batch, sampling: Mapping, allowed_of: Callable[[int], list[int] | None],
+               before_forward: Callable[[object], None] | None = None) -> dict[int, int]:
     """minivllm's ModelRunner.run with a mask applied to each sampling row whose request is
-    constrained (`allowed_of(seq_id)` is not None) before sampling. Eager only (no CUDA graphs)."""
+    constrained (`allowed_of(seq_id)` is not None) before sampling. Eager only (no CUDA graphs).
+    before_forward(batch), when given, runs before the model (the engine sets the LoRA slots there)."""
     from minivllm import sample
 
     with torch.inference_mode():
         inp = runner.prepare(batch)
+        if before_forward is not None:
+            before_forward(batch)
         hidden = runner.model(inp.input_ids, inp.positions, inp.attn, runner.kv_cache)
         if not inp.sample_seq_ids:
             return {}

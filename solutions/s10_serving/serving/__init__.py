@@ -1,5 +1,5 @@
-"""serving: an OpenAI-compatible HTTP server over the P1 engine with JSON-schema structured output,
-and the SLO benchmark that measures it (TTFT, TPOT, percentiles, goodput under Poisson arrivals)."""
+"""serving: an OpenAI-compatible HTTP server over the P1 engine with JSON-schema structured output
+and multi-LoRA serving, and the SLO benchmark that measures it (TTFT, TPOT, percentiles, goodput under Poisson arrivals)."""
 
 from .app import ENGINE_DEFAULTS, build_app
 from .async_engine import AsyncEngine, Constraint, Delta
@@ -8,6 +8,7 @@ from .chat import GENERATION_PROMPT, apply_chat_template
 from .config import ServerConfig
 from .detokenize import IncrementalDetokenizer
 from .json_fsm import JsonFSM, compile_schema
+from .lora import SLOT_BASE, TARGETS, LoRAAdapter, LoRALinear, LoRAManager, load_adapter, lora_delta, token_slots
 from .openai_api import Prepared, complete, list_models, parse_body, prepare, response_schema, stream
 from .protocol import APIError, ChatCompletionRequest, CompletionRequest, error_body, sse, usage
 from .slo import SLO, RequestRecord, Summary, latency, meets, percentile, poisson_arrivals, summarize, tpot, ttft
@@ -17,6 +18,8 @@ __all__ = [
     "ENGINE_DEFAULTS",
     "GENERATION_PROMPT",
     "SLO",
+    "SLOT_BASE",
+    "TARGETS",
     "APIError",
     "AsyncEngine",
     "BenchRequest",
@@ -26,6 +29,9 @@ __all__ = [
     "Delta",
     "IncrementalDetokenizer",
     "JsonFSM",
+    "LoRAAdapter",
+    "LoRALinear",
+    "LoRAManager",
     "Prepared",
     "RequestRecord",
     "ServerConfig",
@@ -39,6 +45,8 @@ __all__ = [
     "error_body",
     "latency",
     "list_models",
+    "load_adapter",
+    "lora_delta",
     "meets",
     "parse_body",
     "percentile",
@@ -49,6 +57,7 @@ __all__ = [
     "sse",
     "stream",
     "summarize",
+    "token_slots",
     "token_strings",
     "tpot",
     "ttft",

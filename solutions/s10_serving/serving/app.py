@@ -18,6 +18,7 @@ from minivllm import LLM
 
 from .async_engine import AsyncEngine
 from .config import ServerConfig
+from .lora import LoRAManager, load_adapter
 from .openai_api import complete, list_models, parse_body, prepare, stream
 from .protocol import APIError, ChatCompletionRequest, CompletionRequest, error_body
 
@@ -40,9 +41,17 @@ async def until_disconnected(request: Request, events: AsyncIterator[str]) -> As
 
 
 def build_app(config: ServerConfig) -> FastAPI:
-    """The app, with the engine loaded. `app.state.engine` is its AsyncEngine."""
-    llm = LLM(config.model_path, max_model_len=config.max_model_len, **{**ENGINE_DEFAULTS, **config.engine})
-    engine = AsyncEngine(llm)
+    """The app, with the engine loaded and config.lora_adapters read onto its model. `app.state.engine`
+    is its AsyncEngine."""
+    no_prefix_cache = {"enable_prefix_caching": False} if config.lora_adapters else {}
+    llm = LLM(config.model_path, max_model_len=config.max_model_len,
+              **{**ENGINE_DEFAULTS, **config.engine, **no_prefix_cache})
+    lora = None
+    if config.lora_adapters:
+        model = llm.model_runner.model
+        lora = LoRAManager(model, [load_adapter(n, f, model) for n, f in config.lora_adapters.items()])
+    adapters = list(config.lora_adapters)
+    engine = AsyncEngine(llm, lora)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -59,11 +68,11 @@ def build_app(config: ServerConfig) -> FastAPI:
 
     @app.get("/v1/models")
     async def models() -> dict:
-        return list_models(config.served_model_name, config.max_model_len)
+        return list_models(config.served_model_name, config.max_model_len, adapters)
 
     async def serve(request: Request, kind: type) -> object:
         req = parse_body(await request.body(), kind)
-        p = prepare(req, config.served_model_name, llm.tokenizer, config.max_model_len)
+        p = prepare(req, config.served_model_name, llm.tokenizer, config.max_model_len, adapters)
         if p.stream:
             return StreamingResponse(until_disconnected(request, stream(engine, p)), media_type="text/event-stream")
         return JSONResponse(await complete(engine, p))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -45,14 +45,18 @@ class Prepared:
     stream: bool
     include_usage: bool
     fsm: JsonFSM | None = None    # the response_format's JSON schema as an automaton, or None
+    adapter: str | None = None    # the LoRA adapter asked for (the request's `model`), None for the base model
 
 
-def list_models(served: str, max_model_len: int) -> dict:
-    """The body of GET /v1/models: {"object": "list", "data": [one model card]}; a card has the id
-    (the served name), "object": "model", "created" (any int), "owned_by" and max_model_len."""
+def list_models(served: str, max_model_len: int, adapters: Collection[str] = ()) -> dict:
+    """The body of GET /v1/models: {"object": "list", "data": [model cards]}: the served model's card
+    first, then one per LoRA adapter in the given order. A card has the id (the served name or the
+    adapter's), "object": "model", "created" (any int), "owned_by" and max_model_len; an adapter's
+    card also "parent": the served name (as vLLM lists LoRA modules)."""
     # BEGIN SOLUTION
-    return {"object": "list", "data": [{"id": served, "object": "model", "created": 0, "owned_by": "course",
-                                        "max_model_len": max_model_len}]}
+    card = {"object": "model", "created": 0, "owned_by": "course", "max_model_len": max_model_len}
+    return {"object": "list", "data": [{"id": served, **card},
+                                       *({"id": name, **card, "parent": served} for name in adapters)]}
     # END SOLUTION
 
 
@@ -90,13 +94,16 @@ def response_schema(response_format: dict | None) -> JsonFSM | None:
         raise APIError(400, f"unsupported JSON schema: {e}", param="response_format") from None
 
 
-def prepare(req: CompletionRequest | ChatCompletionRequest, served: str, tokenizer, max_model_len: int) -> Prepared:
-    """Check the model name (404), build the prompt (the chat template for a chat request, token ids
+def prepare(req: CompletionRequest | ChatCompletionRequest, served: str, tokenizer, max_model_len: int,
+            adapters: Collection[str] = ()) -> Prepared:
+    """Check the model name (the served name: the base model; a name in `adapters`: that LoRA
+    adapter; anything else: 404), build the prompt (the chat template for a chat request, token ids
     taken as they are), check prompt + max_tokens against max_model_len (400), make SamplingParams,
     and the response format's automaton (`response_schema`)."""
     # BEGIN SOLUTION
-    if req.model != served:
+    if req.model != served and req.model not in adapters:
         raise APIError(404, f"The model `{req.model}` does not exist.", param="model", code="model_not_found")
+    adapter = None if req.model == served else req.model
     chat = isinstance(req, ChatCompletionRequest)
     if chat:
         try:
@@ -119,7 +126,8 @@ def prepare(req: CompletionRequest | ChatCompletionRequest, served: str, tokeniz
                             ignore_eos=req.ignore_eos, seed=req.seed)
     include = bool(req.stream_options and req.stream_options.include_usage)
     rid = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
-    return Prepared(rid, req.model, chat, ids, params, req.stream, include, response_schema(req.response_format))
+    return Prepared(rid, req.model, chat, ids, params, req.stream, include, response_schema(req.response_format),
+                    adapter)
     # END SOLUTION
 
 
@@ -131,7 +139,7 @@ async def complete(engine: AsyncEngine, p: Prepared) -> dict:
     """The whole reply of a request that does not stream: the text, the finish reason, the usage."""
     # BEGIN SOLUTION
     text, last = [], None
-    async with aclosing(engine.generate(p.prompt_ids, p.params, _constraint(engine, p))) as deltas:
+    async with aclosing(engine.generate(p.prompt_ids, p.params, _constraint(engine, p), p.adapter)) as deltas:
         async for delta in deltas:
             text.append(delta.text)
             last = delta
@@ -152,7 +160,7 @@ async def stream(engine: AsyncEngine, p: Prepared) -> AsyncIterator[str]:
     if p.chat:
         yield sse(chat_chunk(p.rid, p.model, {"role": "assistant", "content": ""}, None))
     last = None
-    async with aclosing(engine.generate(p.prompt_ids, p.params, _constraint(engine, p))) as deltas:  # aborted if we are closed
+    async with aclosing(engine.generate(p.prompt_ids, p.params, _constraint(engine, p), p.adapter)) as deltas:  # aborted if we are closed
         async for delta in deltas:
             last = delta
             if not delta.text and delta.finish_reason is None:

@@ -100,13 +100,17 @@ def mask_rows(logits: Tensor, seq_ids: list[int], allowed_of: Callable[[int], li
     # END SOLUTION
 
 
-def masked_run(runner, batch, sampling: Mapping, allowed_of: Callable[[int], list[int] | None]) -> dict[int, int]:
+def masked_run(runner, batch, sampling: Mapping, allowed_of: Callable[[int], list[int] | None],
+               before_forward: Callable[[object], None] | None = None) -> dict[int, int]:
     """minivllm's ModelRunner.run with a mask applied to each sampling row whose request is
-    constrained (`allowed_of(seq_id)` is not None) before sampling. Eager only (no CUDA graphs)."""
+    constrained (`allowed_of(seq_id)` is not None) before sampling. Eager only (no CUDA graphs).
+    before_forward(batch), when given, runs before the model (the engine sets the LoRA slots there)."""
     from minivllm import sample
 
     with torch.inference_mode():
         inp = runner.prepare(batch)
+        if before_forward is not None:
+            before_forward(batch)
         hidden = runner.model(inp.input_ids, inp.positions, inp.attn, runner.kv_cache)
         if not inp.sample_seq_ids:
             return {}
