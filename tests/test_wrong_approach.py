@@ -22,20 +22,15 @@ COURSE = Course(find_root())
 
 
 @dataclasses.dataclass(frozen=True)
-class _WithoutAccounting(Course):
-    """The course with every assignment's accounting rules removed."""
+class _Unchecked(Course):
+    """The course with every assignment's accounting rules removed, and unless `keep_forbidden` also its
+    forbidden names (a library layer run where the assignment forbids it)."""
+
+    keep_forbidden: bool = True
 
     def spec(self, assignment_id):
-        return dataclasses.replace(super().spec(assignment_id), accounting=AccountingRules())
-
-@dataclasses.dataclass(frozen=True)
-class _WithoutRules(Course):
-    """The course with every assignment's accounting rules and forbidden names removed."""
-
-    def spec(self, assignment_id):
-        spec = super().spec(assignment_id)
-        return dataclasses.replace(spec, accounting=AccountingRules(),
-                                   limits=dataclasses.replace(spec.limits, forbidden=()))
+        spec = dataclasses.replace(super().spec(assignment_id), accounting=AccountingRules())
+        return spec if self.keep_forbidden else dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, forbidden=()))
 
 CORPUS = Path(__file__).parent / "fixtures" / "wrong_approach"
 ACCOUNTING_REASONS = ("forbidden here", "no Triton kernel of", "outside its own Triton kernels")
@@ -81,7 +76,7 @@ def _code_score(results) -> tuple[float, float]:
 
 
 def _grade(sub: Path, aid: str, accounting: bool, only_files: list[str] | None = None):
-    course = COURSE if accounting else _WithoutAccounting(COURSE.root)
+    course = COURSE if accounting else _Unchecked(COURSE.root)
     result = grade_assignment(course=course, assignment_id=aid, submission=sub, sandbox="auto", hardware="cpu",
                               only_files=only_files)
     graded = [t for t in result.tests if t.graded]
@@ -269,7 +264,7 @@ def test_an_ep_layer_by_all_gather_earns_nothing_for_the_ep_tests(tmp_path):
     aid = "p4_moe"
     sub = _submission(tmp_path, aid, "p4_allgather_ep", "reference")
     files = ["tests/test_ep_layer.py", "hidden/test_ranks_hidden.py", "tests/test_dispatch.py"]
-    free = grade_assignment(course=_WithoutRules(COURSE.root), assignment_id=aid, submission=sub, sandbox="auto",
+    free = grade_assignment(course=_Unchecked(COURSE.root, keep_forbidden=False), assignment_id=aid, submission=sub, sandbox="auto",
                             hardware="cpu", only_files=files)
     assert free.score == free.max_score, [t.reason for t in free.tests if t.graded and not t.score]
     result, graded = _grade(sub, aid, accounting=True, only_files=files)
