@@ -21,7 +21,9 @@ AUTOLOAD_OFF = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def installed_plugins() -> list[str]:
-    """The optional plugins importable by this interpreter (the sandbox runs the same one)."""
+    """The optional plugins importable by this interpreter: the one the bwrap and plain sandboxes
+    run; the container images install all three (containers/cpu from pyproject.toml,
+    gpu_runners/Dockerfile by name), as a plugin named here but missing there stops every run."""
     return [plugin for plugin, module in OPTIONAL_PLUGINS if importlib.util.find_spec(module) is not None]
 
 
