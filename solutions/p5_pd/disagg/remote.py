@@ -1,0 +1,135 @@
+"""Workers in separate processes: the router and the prefill worker on rank 0, a decode worker on each
+other rank, talking over torch.distributed point-to-point (gloo/TCP between CPU processes).
+
+Rank 0 holds one `RemoteDecoder` per decode rank, a stub with a decode worker's methods: each call
+sends a command and waits for the answer, so the unchanged `Router` drives processes it cannot see.
+Commands and answers are small Python values (`send_object_list`); the KV of an `admit` crosses as
+one tensor of its own (`dist.send` of message.kv, contiguous, the pool's dtype): the only KV bytes
+on the wire, exactly the prompt positions the decode side lacks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from .decode import DecodeWorker
+from .messages import DecodeOutput, KVMessage, Request
+from .prefill import PrefillWorker
+from .router import Router
+
+
+def _send(obj: Any, dst: int) -> None:
+    dist.send_object_list([obj], dst=dst)
+
+
+def _recv(src: int) -> Any:
+    box = [None]
+    dist.recv_object_list(box, src=src)
+    return box[0]
+
+
+class RemoteDecoder:
+    """Rank 0's stub for the decode worker on rank `rank` (which runs `serve_decode`).
+
+    Answers that are exceptions on the far side are raised here again (a ValueError stays one).
+    """
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
+
+    def _call(self, name: str, *args: Any) -> Any:
+        _send((name, args), self.rank)
+        ok, value = _recv(self.rank)
+        if not ok:
+            raise value
+        return value
+
+    @property
+    def load(self) -> int:
+        return self._call("load")
+
+    def can_reserve(self, num_prompt_tokens: int, max_tokens: int) -> bool:
+        return self._call("can_reserve", num_prompt_tokens, max_tokens)
+
+    def reserve(self, request_id: int, prompt_token_ids: tuple[int, ...], max_tokens: int,
+                ignore_eos: bool = False) -> int:
+        return self._call("reserve", request_id, tuple(prompt_token_ids), max_tokens, ignore_eos)
+
+    def admit(self, message: KVMessage) -> DecodeOutput | None:
+        """The message's fields as a command, then its KV as one tensor (shape and dtype in the command)."""
+        # BEGIN SOLUTION
+        kv = message.kv.contiguous()
+        header = (message.request_id, tuple(message.prompt_token_ids), int(message.first_token), message.start,
+                  tuple(kv.shape), str(kv.dtype).removeprefix("torch."))
+        _send(("admit", header), self.rank)
+        dist.send(kv, dst=self.rank)
+        ok, value = _recv(self.rank)
+        if not ok:
+            raise value
+        return value
+        # END SOLUTION
+
+    def step(self) -> list[DecodeOutput]:
+        return self._call("step")
+
+    def stop(self) -> dict:
+        """End the far side's loop; its counters ({"kv_bytes_received": ...})."""
+        return self._call("stop")
+
+
+def serve_decode(worker: DecodeWorker, src: int = 0) -> dict:
+    """The loop of a decode rank: execute rank `src`'s commands on `worker` until "stop".
+
+    Each command (name, args) is answered with (True, result) or (False, the exception raised). An
+    "admit" is followed by the KV tensor: receive it into a fresh tensor of the header's shape and
+    dtype, rebuild the KVMessage, admit it. Returns the worker's counters at "stop".
+    """
+    # BEGIN SOLUTION
+    while True:
+        name, args = _recv(src)
+        if name == "stop":
+            counters = {"kv_bytes_received": worker.kv_bytes_received}
+            _send((True, counters), src)
+            return counters
+        try:
+            if name == "admit":
+                rid, prompt, first, start, shape, dtype = args
+                kv = torch.empty(shape, dtype=getattr(torch, dtype))
+                dist.recv(kv, src=src)
+                result = worker.admit(KVMessage(rid, prompt, first, start, kv))
+            elif name == "load":
+                result = worker.load
+            else:
+                result = getattr(worker, {"can_reserve": "can_reserve", "reserve": "reserve", "step": "step"}[name])(*args)
+        except (ValueError, RuntimeError, KeyError) as e:
+            _send((False, e), src)
+            continue
+        _send((True, result), src)
+    # END SOLUTION
+
+
+def serve_ranks(model_path: str | Path, requests: list[Request], prefill_engine: dict, decode_engine: dict,
+                max_prefill_batch: int = 8) -> dict:
+    """Run on every rank of an initialised process group (world >= 2): rank 0 routes and prefills,
+    ranks 1.. decode. Rank 0 returns {"outputs": {request_id: DecodeOutput}, "log": the router's
+    placements, "kv_bytes_sent": the prefill worker's count}; a decode rank returns its counters.
+    Only rank 0 needs `requests` (the others may pass []).
+    """
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if world < 2:
+        raise ValueError("disaggregated serving needs a prefill rank and at least one decode rank")
+    if rank != 0:
+        return serve_decode(DecodeWorker(model_path, **decode_engine))
+    prefill = PrefillWorker(model_path, **prefill_engine)
+    stubs = [RemoteDecoder(r) for r in range(1, world)]
+    router = Router(prefill, stubs, max_prefill_batch)
+    try:
+        outputs = router.run(requests)
+    finally:
+        for stub in stubs:
+            stub.stop()
+    return {"outputs": outputs, "log": list(router.log), "kv_bytes_sent": prefill.kv_bytes_sent}
