@@ -79,7 +79,9 @@ class Router:
 
         1. Place: from the front of the queue, up to max_prefill_batch requests, in order: `pick`
            a worker, `reserve` there (its answer: the tokens it holds already), note the placement
-           (`placed`, `log`). Stop at the first request no live worker can take.
+           (`placed`, `log`). Stop at the first request no live worker can take. A worker that dies
+           here takes back the requests this round placed on it: they are queued again (and may
+           be placed again in this very round), never prefilled for the dead worker.
         2. Prefill the placed ones in one `prefill` call (skip_tokens = each reservation's answer);
            count `prefills`.
         3. `admit` each message on its worker (an answer that is a DecodeOutput finishes the request).
@@ -99,7 +101,8 @@ class Router:
                 skip = self.decoders[where].reserve(request.request_id, request.prompt_token_ids,
                                                     request.max_tokens, request.ignore_eos)
             except ConnectionError:
-                self._bury(where)
+                self._bury(where)  # its requests placed in this round are queued again: drop them here
+                batch = [b for b in batch if b.request_id in self.placed]
                 continue
             self.queue.popleft()
             self.placed[request.request_id] = where

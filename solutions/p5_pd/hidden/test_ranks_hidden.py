@@ -1,0 +1,54 @@
+"""Hidden: three processes with a decode-side prefix hit. One request a round: request 0 goes to rank 1,
+request 1 to rank 2, request 2 (sharing 17 of request 0's 20 tokens) to rank 1 again (loads tie at
+1, 1), which holds 16 of its tokens (four blocks of 4): only positions 16..19 may cross."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from autograder.collective_spy import counting_collectives
+from conftest import DECODE_ENGINE, PREFILL_ENGINE, check_tokens, hf_greedy, hf_prompt_kv, model_dir, random_prompts
+
+MAX_TOKENS = 8
+BYTES_PER_TOKEN = 2 * 5 * 2 * 64 * 4  # K and V, 5 layers, 2 KV heads, head_dim 64, fp32
+
+
+def serve_rank_one_by_one(path: str, prompts: list, max_tokens: int) -> dict:
+    import torch.distributed as dist
+    from disagg import Request, serve_ranks
+
+    torch.set_num_threads(1)
+    requests = [Request(i, tuple(p), max_tokens, ignore_eos=True) for i, p in enumerate(prompts)]
+    messages: list = []
+    with counting_collectives("disagg", messages):
+        result = serve_ranks(path, requests if dist.get_rank() == 0 else [], PREFILL_ENGINE, DECODE_ENGINE,
+                             max_prefill_batch=1)
+    floats = [(m["peer"], m["data"]) for m in messages if m["kind"] == "send" and m["data"].dtype == torch.float32]
+    if dist.get_rank() != 0:
+        return {"counters": dict(result), "float_sends": floats}
+    return {"outputs": {rid: list(o.token_ids) for rid, o in result["outputs"].items()},
+            "log": [list(x) for x in result["log"]], "float_sends": floats}
+
+
+@pytest.mark.points(4)
+@pytest.mark.world_size(3)
+def test_hidden_a_prefix_hit_on_a_decode_rank_moves_only_the_missing_positions(ranks, tol):
+    a, b = random_prompts(61, [20, 9])
+    c = a[:17] + random_prompts(62, [3])[0]
+    prompts = [a, b, c]
+    results = ranks.run(serve_rank_one_by_one, model_dir(), prompts, MAX_TOKENS)
+    head = results[0]
+    for rid, p in enumerate(prompts):
+        want, gaps = hf_greedy(tuple(p), MAX_TOKENS, ignore_eos=True)
+        check_tokens(head["outputs"][rid], want, gaps, tol("greedy near-tie")["atol"], f"request {rid}")
+    assert head["log"] == [[0, 0], [1, 1], [2, 0]], f"placements {head['log']}, want [[0, 0], [1, 1], [2, 0]]"
+    sends = head["float_sends"]
+    want_kv = [(1, hf_prompt_kv(a)), (2, hf_prompt_kv(b)), (1, hf_prompt_kv(c)[:, :, 16:])]
+    sizes = [t.numel() for _, t in sends]
+    assert sizes == [w.numel() for _, w in want_kv], (
+        f"float32 sends of {[s * 4 for s in sizes]} bytes; want {[w.numel() * 4 for _, w in want_kv]} "
+        f"(prompts of 20 and 9 tokens, then positions 16..19 of request 2)")
+    for i, ((peer, got), (rank, want)) in enumerate(zip(sends, want_kv)):
+        assert peer == rank, f"send {i} went to rank {peer}, want {rank}"
+        torch.testing.assert_close(got.reshape(want.shape), want, **tol("kv, fp32"), msg=lambda m, i=i: f"send {i}: {m}")
+    assert [r["counters"]["kv_bytes_received"] for r in results[1:]] == [24 * BYTES_PER_TOKEN, 9 * BYTES_PER_TOKEN]

@@ -1,0 +1,153 @@
+"""Hidden: the router under deaths at every phase (placing, admitting, stepping, two of three workers),
+workers that answer twice or for requests they were never given, a worker too small for a request,
+and every worker dead. Tokens against HF greedy; placements against the handout's rule worked here."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import DECODE_ENGINE, PREFILL_ENGINE, check_tokens, hf_greedy, model_dir, random_prompts
+
+from autograder.testing import in_worker
+
+MAX_TOKENS = 8
+
+
+class Faulty:
+    """A decode worker wrapper (test code, in the worker): `die_at` = (method name, n): the n-th call of
+    that method (1-based) and every call after it raise ConnectionError; `echo`: each step's outputs
+    come twice, plus an output for a request this worker never held."""
+
+    def __init__(self, worker, die_at: tuple | None = None, echo: bool = False) -> None:
+        self.worker, self.die_at, self.echo, self.calls, self.dead, self.after = worker, die_at, echo, {}, False, 0
+
+    def _call(self, name: str):
+        self.calls[name] = self.calls.get(name, 0) + 1
+        if self.dead:
+            self.after += 1
+            raise ConnectionError(f"dead ({name})")
+        if self.die_at is not None and self.die_at[0] == name and self.calls[name] >= self.die_at[1]:
+            self.dead = True
+            raise ConnectionError(f"died in {name}")
+
+    @property
+    def load(self):
+        self._call("load")
+        return self.worker.load
+
+    def can_reserve(self, *args):
+        self._call("can_reserve")
+        return self.worker.can_reserve(*args)
+
+    def reserve(self, *args):
+        self._call("reserve")
+        return self.worker.reserve(*args)
+
+    def admit(self, message):
+        self._call("admit")
+        return self.worker.admit(message)
+
+    def step(self):
+        self._call("step")
+        outs = self.worker.step()
+        if self.echo:
+            from disagg import DecodeOutput
+
+            outs = outs + outs + [DecodeOutput(999, (1, 2, 3), "length")]
+        return outs
+
+
+@in_worker
+def route(path: str, prompts: list, faults: list, engines: list | None = None, batch: int = 4) -> dict:
+    """Router(prefill, decoders) with decoder i wrapped as Faulty(**faults[i]) (None: bare)."""
+    from disagg import DecodeWorker, PrefillWorker, Request, Router
+
+    engines = engines or [DECODE_ENGINE] * len(faults)
+    inner = [DecodeWorker(path, **e) for e in engines]
+    wrapped = [w if f is None else Faulty(w, **f) for w, f in zip(inner, faults)]
+    router = Router(PrefillWorker(path, **PREFILL_ENGINE), wrapped, max_prefill_batch=batch)
+    try:
+        outs = router.run([Request(i, tuple(p), MAX_TOKENS, ignore_eos=True) for i, p in enumerate(prompts)])
+    except RuntimeError as e:
+        return {"error": str(e), "dead": sorted(router.dead)}
+    return {"outputs": {rid: list(o.token_ids) for rid, o in outs.items()}, "log": [list(x) for x in router.log],
+            "prefills": dict(router.prefills), "dead": sorted(router.dead),
+            "after": [getattr(w, "after", 0) for w in wrapped],
+            "used": [w.llm.block_manager.num_used_blocks for i, w in enumerate(inner) if i not in router.dead]}
+
+
+def check(result: dict, prompts: list, tol, case: str) -> None:
+    assert "error" not in result, f"{case}: the router raised {result.get('error')!r}"
+    assert sorted(result["outputs"]) == list(range(len(prompts))), f"{case}: outputs for {sorted(result['outputs'])}"
+    for rid, p in enumerate(prompts):
+        want, gaps = hf_greedy(tuple(p), MAX_TOKENS, ignore_eos=True)
+        check_tokens(result["outputs"][rid], want, gaps, tol("greedy near-tie")["atol"], f"{case}, request {rid}")
+    assert not any(result["after"]), f"{case}: calls to a dead worker after its death: {result['after']}"
+    assert not any(result["used"]), f"{case}: blocks still held by live workers at the end: {result['used']}"
+
+
+PROMPTS = random_prompts(51, [6, 25, 3, 14, 9, 30])
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("die_at,moved", [
+    # round 1 places 0 -> w0, 1 -> w1, 2 -> w0, 3 -> w1 (least loaded, ties to the lower index)
+    (("reserve", 2), []),    # dies reserving request 3: 1 and 3 are placed again before the prefill
+    (("admit", 2), [1, 3]),  # dies admitting request 3: 1 was admitted there already, 3 was coming
+    (("step", 1), [1, 3]),   # dies in the round's step, holding both
+])
+def test_hidden_deaths_in_each_phase(die_at, moved, tol):
+    result = route(model_dir(), PROMPTS, [None, dict(die_at=die_at)])
+    check(result, PROMPTS, tol, f"worker 1 dies at {die_at[0]} #{die_at[1]}")
+    twice = sorted(r for r, n in result["prefills"].items() if n > 1)
+    assert twice == moved, f"dies at {die_at}: prefilled twice {twice}, want {moved}"
+    assert all(n <= 2 for n in result["prefills"].values()), f"prefills per request: {result['prefills']}"
+    assert result["dead"] == [1]
+
+
+@pytest.mark.points(2)
+def test_hidden_requeued_requests_go_first_in_submission_order(tol):
+    """Two requests a round. Round 1: 0 -> w0, 1 -> w1; round 2: 2 -> w0 (loads 1, 1), 3 -> w1 (2, 1);
+    w1 dies in its 2nd step holding 1 and 3 (8 tokens need 7 steps) while 4 and 5 wait: round 3 must
+    place 1 and 3, in that order, before 4 and 5."""
+    result = route(model_dir(), PROMPTS, [None, dict(die_at=("step", 2))], batch=2)
+    check(result, PROMPTS, tol, "a death with requests queued")
+    want = [[0, 0], [1, 1], [2, 0], [3, 1], [1, 0], [3, 0], [4, 0], [5, 0]]
+    assert result["log"] == want, f"placements (request, worker) {result['log']}, want {want}"
+
+
+@pytest.mark.points(2)
+def test_hidden_two_of_three_workers_die(tol):
+    result = route(model_dir(), PROMPTS, [dict(die_at=("step", 2)), None, dict(die_at=("admit", 2))])
+    check(result, PROMPTS, tol, "workers 0 and 2 die")
+    assert result["dead"] == [0, 2]
+    assert all(w == 1 for _, w in result["log"][-3:]), f"after both deaths every placement must go to worker 1: {result['log']}"
+
+
+@pytest.mark.points(2)
+def test_hidden_echoed_and_foreign_outputs_count_once(tol):
+    result = route(model_dir(), PROMPTS, [dict(echo=True), None])
+    check(result, PROMPTS, tol, "a worker that repeats its outputs")
+    assert 999 not in result["outputs"], "an output for a request the router never sent was accepted"
+
+
+@pytest.mark.points(2)
+def test_hidden_a_worker_too_small_is_passed_over(tol):
+    """Worker 0 holds 8 blocks of 4, max_model_len 32; can_reserve asks for the whole prompt + 8
+    tokens in free blocks, reserve takes the prompt's blocks. The least-loaded rule applies among
+    the workers that can take the request."""
+    prompts = random_prompts(52, [6, 25, 3, 14, 20, 5])
+    small = {**DECODE_ENGINE, "num_kv_blocks": 8, "max_model_len": 32}
+    result = route(model_dir(), prompts, [None, None], engines=[small, DECODE_ENGINE], batch=6)
+    check(result, prompts, tol, "a small worker 0")
+    where = dict((rid, w) for rid, w in result["log"])
+    # 0: 14 tokens = 4 blocks <= 8 free, loads 0,0 -> w0 (takes 2 blocks, 6 free); 1: 33 > 32 -> w1;
+    # 2: 3 blocks <= 6, loads 1,1 -> w0 (takes 1, 5 free); 3: 6 blocks > 5 -> w1; 4: 7 blocks > 5 ->
+    # w1 although the loads tie at 2,2; 5: 4 blocks <= 5, loads 2,3 -> w0
+    assert where == {0: 0, 1: 1, 2: 0, 3: 1, 4: 1, 5: 0}, f"placements {where}"
+
+
+@pytest.mark.points(1)
+def test_hidden_every_worker_dead_raises():
+    result = route(model_dir(), PROMPTS, [dict(die_at=("step", 1)), dict(die_at=("step", 1))])
+    assert "error" in result, "every decode worker died and the router returned without raising RuntimeError"
+    assert result["dead"] == [0, 1]
