@@ -675,3 +675,36 @@ def test_token_mask_counts_equal_regex_partial_matching():
         prefix = d["document"][:i]
         want = sum(1 for s in texts if s and pattern.fullmatch(prefix + s, partial=True)) + bool(pattern.fullmatch(prefix))
         assert n == want, (i, prefix, n, want)
+
+
+# --- P5. placements against the closed-form capacity bound; attainment against the judge's oracle --
+
+def test_pd_placement_within_the_capacity_bound_and_attainment_equals_the_oracle():
+    """Every placement's goodput is at most min(N_P / prefill_s(mean prompt), N_D * B* / ((n - 1) tau))
+    (the note's derivation; B* = (tau - a_d) / b_d capped by the batch limit), per_gpu = goodput /
+    GPUs, all placements of <= NUM_GPUS GPUs ranked by per_gpu; and the plotted attainment at every
+    rate equals that of solutions/p5_pd/hidden/placement_oracle.py (another algorithm) to 1e-12."""
+    mod = FIG["pd_placement"]
+    d = fig_data("pd_placement")
+    m, slo = d["model"], d["slo"]
+    prefill = m["prefill_base_s"] + m["prefill_per_token_s"] * d["mean_prompt"]
+    batch = min(d["max_decode_batch"], (slo["tpot_s"] - m["decode_base_s"]) / m["decode_per_seq_s"])
+    step = m["decode_base_s"] + m["decode_per_seq_s"] * batch
+    mu_p, mu_d = 1 / prefill, batch / ((d["mean_output"] - 1) * step)
+    got = {(r["num_prefill"], r["num_decode"]) for r in d["ranked"]}
+    assert got == {(p, q) for p in range(1, mod.NUM_GPUS) for q in range(1, mod.NUM_GPUS) if p + q <= mod.NUM_GPUS}
+    for r in d["ranked"]:
+        p, q = r["num_prefill"], r["num_decode"]
+        assert r["per_gpu"] == pytest.approx(r["goodput"] / (p + q))
+        assert 0 < r["goodput"] <= min(p * mu_p, q * mu_d), (p, q, r["goodput"], p * mu_p, q * mu_d)
+    assert [r["per_gpu"] for r in d["ranked"]] == sorted((r["per_gpu"] for r in d["ranked"]), reverse=True)
+    spec = importlib.util.spec_from_file_location(
+        "placement_oracle", Path(mod.__file__).resolve().parents[2] / "solutions/p5_pd/hidden/placement_oracle.py")
+    oracle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(oracle)
+    reqs = [(r.arrival_s, r.prompt_len, r.output_len) for r in mod.trace()]
+    for c in d["curves"]:
+        for rate, att in list(zip(d["rates"], c["attainment"]))[::8]:  # every 8th rate: the oracle is slow
+            at = oracle.at_rate(reqs, rate)
+            rows = oracle.run(at, c["num_prefill"], c["num_decode"], m, d["max_decode_batch"])
+            assert att == pytest.approx(oracle.attainment(at, rows, (slo["ttft_s"], slo["tpot_s"])), abs=1e-12), (c, rate)

@@ -7,4 +7,4 @@ independent source) and `draw(data, path)`.
 
 FIGURES = ("fp_formats", "rope_pairs", "causal_mask", "roofline", "flash_tiling", "paged_slots",
            "prefix_cache", "batching", "pipeline_schedules", "tp_fg", "ring_steps", "alpha_beta", "quant_outlier", "spec_rounds", "trace_gap", "trace_breakdown", "arch_knobs", "mla_absorption", "backfill", "engine_loop", "mig_packing", "split_kv", "ddp_overlap", "zero_memory", "ppo_clip", "grpo_length_weights", "checkpoint_interval", "elastic_timeline", "rope_scaling", "zigzag_balance",
-           "ep_dispatch", "goodput_rate", "token_mask")
+           "ep_dispatch", "goodput_rate", "token_mask", "pd_placement")

@@ -3,6 +3,9 @@ other rank, talking over torch.distributed point-to-point (gloo/TCP between CPU 
 
 Rank 0 holds one `RemoteDecoder` per decode rank, a stub with a decode worker's methods: each call
 sends a command and waits for the answer, so the unchanged `Router` drives processes it cannot see.
+A decode rank that goes away (its process killed, its process group torn down) closes its
+connections: the stub's next call fails in the transport, which it raises as ConnectionError, and
+the router buries that worker.
 Commands and answers are small Python values (`send_object_list`); the KV of an `admit` crosses as
 one tensor of its own (`dist.send` of message.kv, contiguous, the pool's dtype): the only KV bytes
 on the wire, exactly the prompt positions the decode side lacks.
@@ -10,6 +13,8 @@ on the wire, exactly the prompt positions the decode side lacks.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +25,10 @@ from .decode import DecodeWorker
 from .messages import DecodeOutput, KVMessage, Request
 from .prefill import PrefillWorker
 from .router import Router
+
+
+# the dtypes a KV message may carry, by the name the admit command gives
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def _send(obj: Any, dst: int) -> None:
@@ -42,11 +51,21 @@ class RemoteDecoder:
         self.rank = rank
 
     def _call(self, name: str, *args: Any) -> Any:
-        _send((name, args), self.rank)
-        ok, value = _recv(self.rank)
+        with self._link():
+            _send((name, args), self.rank)
+            ok, value = _recv(self.rank)
         if not ok:
             raise value
         return value
+
+    @contextmanager
+    def _link(self) -> Iterator[None]:
+        """A transport failure (the far process gone: its connection closed or reset) as ConnectionError,
+        the router's sign of a dead worker. The far side's own exceptions are not transport failures."""
+        try:
+            yield
+        except (RuntimeError, dist.DistError) as e:
+            raise ConnectionError(f"decode rank {self.rank}: {e}") from e
 
     @property
     def load(self) -> int:
@@ -64,10 +83,11 @@ class RemoteDecoder:
         # BEGIN SOLUTION
         kv = message.kv.contiguous()
         header = (message.request_id, tuple(message.prompt_token_ids), int(message.first_token), message.start,
-                  tuple(kv.shape), str(kv.dtype).removeprefix("torch."))
-        _send(("admit", header), self.rank)
-        dist.send(kv, dst=self.rank)
-        ok, value = _recv(self.rank)
+                  tuple(kv.shape), str(kv.dtype).removeprefix("torch."))  # a key of DTYPES
+        with self._link():
+            _send(("admit", header), self.rank)
+            dist.send(kv, dst=self.rank)
+            ok, value = _recv(self.rank)
         if not ok:
             raise value
         return value
@@ -98,13 +118,19 @@ def serve_decode(worker: DecodeWorker, src: int = 0) -> dict:
         try:
             if name == "admit":
                 rid, prompt, first, start, shape, dtype = args
-                kv = torch.empty(shape, dtype=getattr(torch, dtype))
+                kv = torch.empty(shape, dtype=DTYPES[dtype])
                 dist.recv(kv, src=src)
                 result = worker.admit(KVMessage(rid, prompt, first, start, kv))
             elif name == "load":
                 result = worker.load
+            elif name == "can_reserve":
+                result = worker.can_reserve(*args)
+            elif name == "reserve":
+                result = worker.reserve(*args)
+            elif name == "step":
+                result = worker.step()
             else:
-                result = getattr(worker, {"can_reserve": "can_reserve", "reserve": "reserve", "step": "step"}[name])(*args)
+                raise ValueError(f"unknown command {name!r}")
         except (ValueError, RuntimeError, KeyError) as e:
             _send((False, e), src)
             continue
@@ -130,6 +156,7 @@ def serve_ranks(model_path: str | Path, requests: list[Request], prefill_engine:
     try:
         outputs = router.run(requests)
     finally:
-        for stub in stubs:
-            stub.stop()
+        for i, stub in enumerate(stubs):
+            if i not in router.dead:
+                stub.stop()
     return {"outputs": outputs, "log": list(router.log), "kv_bytes_sent": prefill.kv_bytes_sent}

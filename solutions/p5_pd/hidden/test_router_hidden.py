@@ -15,7 +15,8 @@ MAX_TOKENS = 8
 class Faulty:
     """A decode worker wrapper (test code, in the worker): `die_at` = (method name, n): the n-th call of
     that method (1-based) and every call after it raise ConnectionError; `echo`: each step's outputs
-    come twice, plus an output for a request this worker never held."""
+    come twice, plus made-up outputs (tokens 1, 2, 3) for request 999 and for every request this
+    worker does not hold."""
 
     def __init__(self, worker, die_at: tuple | None = None, echo: bool = False) -> None:
         self.worker, self.die_at, self.echo, self.calls, self.dead, self.after = worker, die_at, echo, {}, False, 0
@@ -49,10 +50,12 @@ class Faulty:
     def step(self):
         self._call("step")
         outs = self.worker.step()
-        if self.echo:
+        if self.echo:  # every output twice, a request never submitted, and the requests held elsewhere
             from disagg import DecodeOutput
 
-            outs = outs + outs + [DecodeOutput(999, (1, 2, 3), "length")]
+            here = set(self.worker.reserved) | set(self.worker.llm.scheduler.live) | {o.request_id for o in outs}
+            foreign = [DecodeOutput(r, (1, 2, 3), "length") for r in range(len(PROMPTS)) if r not in here]
+            outs = outs + outs + [DecodeOutput(999, (1, 2, 3), "length")] + foreign
         return outs
 
 

@@ -73,6 +73,9 @@ def test_scatter_refuses_kv_that_does_not_fit_the_pool():
         scatter_kv(dst, [0, 1], 0, torch.zeros(L, 2, 5, H + 1, D))  # wrong head count
     with pytest.raises(ValueError):
         scatter_kv(dst, [0, 1], 0, torch.zeros(L, 2, 5, H, D, dtype=torch.float64))  # wrong dtype
+    scatter_kv(dst, [3, 1], 2, torch.ones(L, 2, 5, H, D))  # the valid case: positions 2..6
+    assert torch.equal(dst[:, :, 3, 2:], torch.ones(L, 2, 2, H, D)) and torch.equal(dst[:, :, 1, :3], torch.ones(L, 2, 3, H, D)), \
+        "positions 2..6 over table [3, 1] (block size 4) are block 3 offsets 2-3 and block 1 offsets 0-2"
 
 
 @pytest.mark.points(1)

@@ -1,5 +1,6 @@
 """The two workers, driven one call at a time from here: the judge is the transport, so what crossed
-is what it carried. The prefill worker's KV must be HF's past_key_values of the prompt (fp32), the
+is what it carried. The prefill worker's KV must be HF's past_key_values of the prompt (fp32), read
+out of its engine's paged pool (the prompt's full blocks stay in its prefix cache), the
 decode worker's tokens HF's greedy continuation of the KV it was given (block size 16 on one side,
 4 on the other), and a decode-side prefix hit must shrink what moves to the missing positions."""
 
@@ -26,7 +27,18 @@ def test_prefill_sends_hf_kv_of_the_prompt_and_its_first_token(tol):
         tokens, gaps = hf_greedy(p, 1, ignore_eos=True)
         check_tokens([m.first_token], tokens, gaps, tol("greedy near-tie")["atol"], f"{len(p)}-token prompt, first token")
         assert m.start == 0 and m.kv.numel() * 4 == len(p) * BYTES_PER_TOKEN
-    assert worker.llm.block_manager.num_free_blocks == 64, "the prefill worker kept KV blocks after handing the KV out"
+    bm = worker.llm.block_manager
+    assert bm.num_free_blocks == 64, "the prefill worker kept KV blocks after handing the KV out"
+    # The prompts went through the engine's paged pool: each full block of 16 is in its prefix cache
+    # (freed, not evicted: nothing ran since), holding HF's KV of those 16 tokens.
+    held = {tuple(b.token_ids): b.block_id for b in bm.blocks if b.hash is not None}
+    pool = worker.llm.model_runner.kv_cache  # (layers, 2, blocks + 1, 16, kv_heads, head_dim)
+    for p in prompts:
+        for i in range(len(p) // 16):
+            block = held.get(tuple(p[16 * i:16 * (i + 1)]))
+            assert block is not None, f"{len(p)}-token prompt: its block {i} is not in the prefill engine's prefix cache"
+            torch.testing.assert_close(pool[:, :, block], hf_prompt_kv(p)[:, :, 16 * i:16 * (i + 1)], **tol("kv, fp32"),
+                                       msg=lambda s, p=p, i=i: f"{len(p)}-token prompt, block {i} in the prefill pool: {s}")
 
 
 @pytest.mark.points(3)
