@@ -79,7 +79,10 @@ class RemoteDecoder:
         return self._call("reserve", request_id, tuple(prompt_token_ids), max_tokens, ignore_eos)
 
     def admit(self, message: KVMessage) -> DecodeOutput | None:
-        """The message's fields as a command, then its KV as one tensor (shape and dtype in the command)."""
+        """The message's fields as a command ("admit", (request_id, prompt_token_ids, first_token,
+        start, kv shape, kv dtype name: a key of DTYPES)), then its KV as one contiguous tensor with
+        dist.send, then the answer, as `_call` does: all of it inside `self._link()`, so that a dead
+        rank surfaces as ConnectionError."""
         # BEGIN SOLUTION
         kv = message.kv.contiguous()
         header = (message.request_id, tuple(message.prompt_token_ids), int(message.first_token), message.start,
@@ -104,9 +107,12 @@ class RemoteDecoder:
 def serve_decode(worker: DecodeWorker, src: int = 0) -> dict:
     """The loop of a decode rank: execute rank `src`'s commands on `worker` until "stop".
 
-    Each command (name, args) is answered with (True, result) or (False, the exception raised). An
-    "admit" is followed by the KV tensor: receive it into a fresh tensor of the header's shape and
-    dtype, rebuild the KVMessage, admit it. Returns the worker's counters at "stop".
+    Commands: "load" (the worker's load), "can_reserve", "reserve", "step" (the worker's method on
+    the args), "admit" (below), "stop" (answer the counters {"kv_bytes_received": ...} and return
+    them). Each is answered with (True, result) or, when the worker raises ValueError, RuntimeError
+    or KeyError, (False, that exception); the loop goes on. An "admit" is followed by the KV tensor:
+    receive it into a fresh tensor of the header's shape and dtype (DTYPES), rebuild the KVMessage,
+    admit it.
     """
     # BEGIN SOLUTION
     while True:
