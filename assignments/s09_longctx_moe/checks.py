@@ -46,15 +46,16 @@ def draw_ring_inputs(cases: list[tuple], world: int, shape: tuple[int, int, int,
     return whole, per_rank
 
 
-def check_ring(results: list[list[torch.Tensor]], whole: list, cases: list[tuple], tol) -> None:
-    """Each rank's rows against SDPA over the whole sequence at that rank's positions; `tol` is
-    the conftest fixture (cases with scores in the hundreds get their own tolerance)."""
+def check_ring(results: list[dict], whole: list, cases: list[tuple], tol) -> None:
+    """Each rank's rows against SDPA over the whole sequence at that rank's positions (`tol` is
+    the conftest fixture: cases with scores in the hundreds get their own tolerance), then its
+    sends against the ring (`check_ring_sends`)."""
     world = len(results)
     for c, ((layout, causal, window, magnitude), (q, k, v)) in enumerate(zip(cases, whole)):
         want = sdpa_reference(q, k, v, causal, window)
         for rank in range(world):
             pos = zigzag_or_contiguous(q.shape[2], rank, world, layout)
-            got = results[rank][c]
+            got = results[rank]["outputs"][c]
             assert tuple(got.shape) == tuple(want[:, :, pos].shape), (
                 f"case {c} ({layout}, causal={causal}, window={window}): rank {rank} returned shape "
                 f"{tuple(got.shape)}, want {tuple(want[:, :, pos].shape)}")
@@ -63,3 +64,29 @@ def check_ring(results: list[list[torch.Tensor]], whole: list, cases: list[tuple
                      f"rank {rank}, worst at global position {worst}")
             bound = tol("attention, fp32" if magnitude == 1 else "attention, fp32, scores in the hundreds")
             torch.testing.assert_close(got, want[:, :, pos], **bound, msg=lambda m, where=where: f"{where}: {m}")
+            check_ring_sends(results[rank]["sent"][c], k, v, rank, world, layout, where)
+
+
+def check_ring_sends(sent: list, k: torch.Tensor, v: torch.Tensor, rank: int, world: int, layout: str, where: str) -> None:
+    """The handout's ring: rank r sends only to rank r + 1, and over the W - 1 steps exactly the key
+    and value blocks of ranks r, r - 1, ..., r - W + 2, in that order (K and V of a step in any order
+    or packing: compared as the multiset of the step's values, which random inputs make a content
+    check); nothing else. A rank that sends its block to every other
+    rank, or forwards all it holds at once, is not a ring, whatever its rows."""
+    peers = sorted({peer for peer, _ in sent})
+    assert peers == [(rank + 1) % world], f"{where}: sends went to ranks {peers}; a ring sends only to rank {(rank + 1) % world}"
+    got = torch.cat([t.reshape(-1) for _, t in sent]) if sent else torch.zeros(0)
+    steps = []
+    for step in range(world - 1):
+        pos = zigzag_or_contiguous(k.shape[2], (rank - step) % world, world, layout)
+        steps.append((k[:, :, pos].reshape(-1), v[:, :, pos].reshape(-1)))
+    size = sum(a.numel() + b.numel() for a, b in steps)
+    assert got.numel() == size, (f"{where}: sent {got.numel()} elements over the ring, want {size} "
+                                 f"(K and V of one block, {steps[0][0].numel()} elements each, at each of {world - 1} steps)")
+    offset = 0
+    for step, (kb, vb) in enumerate(steps):
+        chunk = got[offset:offset + kb.numel() + vb.numel()]
+        offset += chunk.numel()
+        ok = torch.equal(chunk.sort().values, torch.cat([kb, vb]).sort().values)  # any packing of the two
+        assert ok, (f"{where}: at step {step} the data sent is not the key and value block of rank "
+                    f"{(rank - step) % world} (the block a ring holds then)")
