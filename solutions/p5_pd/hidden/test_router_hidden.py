@@ -92,14 +92,16 @@ PROMPTS = random_prompts(51, [6, 25, 3, 14, 9, 30])
 
 
 @pytest.mark.points(2)
-@pytest.mark.parametrize("die_at,moved", [
+@pytest.mark.parametrize("die_at,moved,batch", [
     # round 1 places 0 -> w0, 1 -> w1, 2 -> w0, 3 -> w1 (least loaded, ties to the lower index)
-    (("reserve", 2), []),    # dies reserving request 3: 1 and 3 are placed again before the prefill
-    (("admit", 2), [1, 3]),  # dies admitting request 3: 1 was admitted there already, 3 was coming
-    (("step", 1), [1, 3]),   # dies in the round's step, holding both
+    (("reserve", 2), [], 4),          # dies reserving request 3: 1 and 3 are placed again before the prefill
+    (("admit", 1), [1, 3, 5], 6),     # dies admitting request 1: messages 3 and 5 are for the dead worker,
+                                      # 2 and 4 (after them) for worker 0 must still be admitted
+    (("admit", 2), [1, 3], 4),        # dies admitting request 3: 1 was admitted there already, 3 was coming
+    (("step", 1), [1, 3], 4),         # dies in the round's step, holding both
 ])
-def test_hidden_deaths_in_each_phase(die_at, moved, tol):
-    result = route(model_dir(), PROMPTS, [None, dict(die_at=die_at)])
+def test_hidden_deaths_in_each_phase(die_at, moved, batch, tol):
+    result = route(model_dir(), PROMPTS, [None, dict(die_at=die_at)], batch=batch)
     check(result, PROMPTS, tol, f"worker 1 dies at {die_at[0]} #{die_at[1]}")
     twice = sorted(r for r, n in result["prefills"].items() if n > 1)
     assert twice == moved, f"dies at {die_at}: prefilled twice {twice}, want {moved}"

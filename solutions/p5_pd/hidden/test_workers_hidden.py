@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from autograder.testing import in_worker
 from conftest import DECODE_ENGINE, EOS, PREFILL_ENGINE, check_tokens, hf_continue, hf_greedy, hf_prompt_kv, model_dir, random_prompts
 from disagg import DecodeWorker, KVMessage, PrefillRequest, PrefillWorker, gather_kv, kv_bytes, scatter_kv
 
@@ -148,3 +149,57 @@ def test_hidden_abort_frees_reserved_and_running_requests():
     dw.abort(3)
     assert dw.load == 0 and dw.llm.block_manager.num_used_blocks == 0, f"after aborting both: load {dw.load}, {dw.llm.block_manager.num_used_blocks} blocks held"
     assert dw.step() == []
+
+
+@in_worker
+def stop_token_model(path: str, eos: int) -> str:
+    """A folder with the course model's files (linked) and a config.json whose eos_token_id is `eos`
+    (in the worker's temporary directory): the decode worker's stop token becomes one greedy
+    decoding really samples."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    src, dst = Path(path), Path(tempfile.mkdtemp(prefix="stop-model-"))
+    for f in src.iterdir():
+        if f.name != "config.json":
+            (dst / f.name).symlink_to(f.resolve())
+    cfg = json.loads((src / "config.json").read_text())
+    cfg["eos_token_id"] = eos
+    (dst / "config.json").write_text(json.dumps(cfg))
+    return str(dst)
+
+
+@pytest.mark.points(2)
+def test_hidden_a_stop_token_sampled_in_a_decode_step_ends_the_request(tol):
+    """The model's EOS made the 4th token HF samples after this prompt's KV: the request must end
+    there with finish_reason "stop", the stop token kept, its blocks freed."""
+    (p,) = random_prompts(48, [12])
+    kv = hf_prompt_kv(p)
+    free_run, gaps = hf_continue(kv, 5, 8, eos=None)
+    assert min(gaps[1:4]) >= tol("greedy near-tie")["atol"], "the oracle's first tokens must not be near-ties"
+    eos = free_run[3]
+    assert eos not in free_run[:3], "the chosen stop token must first appear 4th"
+    dw = DecodeWorker(stop_token_model(model_dir(), eos), **DECODE_ENGINE)
+    dw.reserve(0, p, 8, False)
+    assert dw.admit(KVMessage(0, p, 5, 0, kv)) is None
+    outs = []
+    for _ in range(6):
+        outs += dw.step()
+    assert [tuple(o.token_ids) for o in outs] == [free_run[:4]], f"outputs {[tuple(o.token_ids) for o in outs]}, want {[free_run[:4]]} (stopped at {eos})"
+    assert outs[0].finish_reason == "stop", f"finish_reason {outs[0].finish_reason!r} after sampling the stop token"
+    assert dw.load == 0 and dw.llm.block_manager.num_used_blocks == 0, "blocks held after the request stopped"
+
+
+@pytest.mark.points(1)
+def test_hidden_a_prompt_whose_first_token_is_the_stop_token_is_still_prefilled(tol):
+    """The prefill worker's engine has the prompt's own greedy first token as its EOS: the request
+    must not end inside the engine before its KV is read (the decode side decides what a stop is)."""
+    (p,) = random_prompts(49, [20])
+    first, gaps = hf_greedy(p, 1, ignore_eos=True)
+    assert gaps[0] >= tol("greedy near-tie")["atol"], "the oracle's first token must not be a near-tie"
+    worker = PrefillWorker(stop_token_model(model_dir(), first[0]), **PREFILL_ENGINE)
+    (m,) = worker.prefill([PrefillRequest(3, p)])
+    assert m.first_token == first[0], f"first token {m.first_token}, HF's {first[0]}"
+    torch.testing.assert_close(m.kv, hf_prompt_kv(p), **tol("kv, fp32"), msg=lambda s: f"KV of a prompt whose first token is the stop token: {s}")
+    assert worker.llm.block_manager.num_used_blocks == 0, "blocks held after the prefill"
