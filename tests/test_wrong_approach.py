@@ -22,15 +22,21 @@ COURSE = Course(find_root())
 
 
 @dataclasses.dataclass(frozen=True)
-class _Unchecked(Course):
-    """The course with every assignment's accounting rules removed, and unless `keep_forbidden` also its
-    forbidden names (a library layer run where the assignment forbids it)."""
+class _Relaxed(Course):
+    """The course with the rules the flags leave out removed from every assignment: by default its
+    accounting rules (a submission graded as if nothing watched how it computes), and with
+    keep_forbidden=False its forbidden names too (a library layer run where the assignment forbids it)."""
 
+    keep_accounting: bool = False
     keep_forbidden: bool = True
 
     def spec(self, assignment_id):
-        spec = dataclasses.replace(super().spec(assignment_id), accounting=AccountingRules())
-        return spec if self.keep_forbidden else dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, forbidden=()))
+        spec = super().spec(assignment_id)
+        if not self.keep_accounting:
+            spec = dataclasses.replace(spec, accounting=AccountingRules())
+        if not self.keep_forbidden:
+            spec = dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, forbidden=()))
+        return spec
 
 CORPUS = Path(__file__).parent / "fixtures" / "wrong_approach"
 ACCOUNTING_REASONS = ("forbidden here", "no Triton kernel of", "outside its own Triton kernels")
@@ -76,7 +82,7 @@ def _code_score(results) -> tuple[float, float]:
 
 
 def _grade(sub: Path, aid: str, accounting: bool, only_files: list[str] | None = None):
-    course = COURSE if accounting else _Unchecked(COURSE.root)
+    course = COURSE if accounting else _Relaxed(COURSE.root)
     result = grade_assignment(course=course, assignment_id=aid, submission=sub, sandbox="auto", hardware="cpu",
                               only_files=only_files)
     graded = [t for t in result.tests if t.graded]
@@ -218,15 +224,6 @@ def test_counting_parameters_with_the_transformers_model_earns_nothing_for_the_c
     assert all(t.score == t.test.points for t in graded if t not in counted)
 
 
-@dataclasses.dataclass(frozen=True)
-class _WithoutForbidden(Course):
-    """The course with every assignment's forbidden names allowed."""
-
-    def spec(self, assignment_id):
-        spec = super().spec(assignment_id)
-        return dataclasses.replace(spec, limits=dataclasses.replace(spec.limits, forbidden=()))
-
-
 def test_asking_hta_for_the_timeline_earns_nothing_for_it(tmp_path):
     """Over the reference: temporal_breakdown asks Holistic Trace Analysis (the tests' oracle) instead
     of merging intervals. Its answers are right with HTA allowed; with the assignment's forbidden
@@ -234,7 +231,7 @@ def test_asking_hta_for_the_timeline_earns_nothing_for_it(tmp_path):
     aid = "s11_profiling"
     sub = _submission(tmp_path, aid, "s11_hta_wrapper", "reference")
     files = ["tests/test_timeline.py", "tests/test_gaps.py"]
-    allowed = grade_assignment(course=_WithoutForbidden(COURSE.root), assignment_id=aid, submission=sub,
+    allowed = grade_assignment(course=_Relaxed(COURSE.root, keep_accounting=True, keep_forbidden=False), assignment_id=aid, submission=sub,
                                sandbox="auto", hardware="cpu", only_files=files)
     assert allowed.score == allowed.max_score, [t.reason for t in allowed.tests if t.graded and not t.score]
     result, graded = _grade(sub, aid, accounting=True, only_files=files)
@@ -264,7 +261,7 @@ def test_an_ep_layer_by_all_gather_earns_nothing_for_the_ep_tests(tmp_path):
     aid = "p4_moe"
     sub = _submission(tmp_path, aid, "p4_allgather_ep", "reference")
     files = ["tests/test_ep_layer.py", "hidden/test_ranks_hidden.py", "tests/test_dispatch.py"]
-    free = grade_assignment(course=_Unchecked(COURSE.root, keep_forbidden=False), assignment_id=aid, submission=sub, sandbox="auto",
+    free = grade_assignment(course=_Relaxed(COURSE.root, keep_forbidden=False), assignment_id=aid, submission=sub, sandbox="auto",
                             hardware="cpu", only_files=files)
     assert free.score == free.max_score, [t.reason for t in free.tests if t.graded and not t.score]
     result, graded = _grade(sub, aid, accounting=True, only_files=files)

@@ -128,3 +128,52 @@ def check_tokens(got: tuple | list, want: tuple, gaps: tuple, near_tie: float, w
 
 def _first_diff(a: tuple, b: tuple) -> int:
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+# ---- a decode worker that fails, for the router's tests (in the worker) ---------------------------
+class Faulty:
+    """A decode worker wrapper (test code, in the worker), as a stub for a crashed or confused process
+    would behave. `die_at` = (method name, n): the n-th call of that method (1-based) and every call
+    after it raise ConnectionError (`after` counts the calls made after the death); `echo` = n: each
+    step's outputs come twice, plus made-up outputs (tokens 1, 2, 3) for request 999 and for each of
+    requests 0..n-1 this worker does not hold."""
+
+    def __init__(self, worker, die_at: tuple | None = None, echo: int = 0) -> None:
+        self.worker, self.die_at, self.echo, self.calls, self.dead, self.after = worker, die_at, echo, {}, False, 0
+
+    def _call(self, name: str):
+        self.calls[name] = self.calls.get(name, 0) + 1
+        if self.dead:
+            self.after += 1
+            raise ConnectionError(f"dead ({name})")
+        if self.die_at is not None and self.die_at[0] == name and self.calls[name] >= self.die_at[1]:
+            self.dead = True
+            raise ConnectionError(f"died in {name}")
+
+    @property
+    def load(self):
+        self._call("load")
+        return self.worker.load
+
+    def can_reserve(self, *args):
+        self._call("can_reserve")
+        return self.worker.can_reserve(*args)
+
+    def reserve(self, *args):
+        self._call("reserve")
+        return self.worker.reserve(*args)
+
+    def admit(self, message):
+        self._call("admit")
+        return self.worker.admit(message)
+
+    def step(self):
+        self._call("step")
+        outs = self.worker.step()
+        if self.echo:  # every output twice, a request never submitted, and the requests held elsewhere
+            from disagg import DecodeOutput
+
+            here = set(self.worker.reserved) | set(self.worker.llm.scheduler.live) | {o.request_id for o in outs}
+            foreign = [DecodeOutput(r, (1, 2, 3), "length") for r in range(self.echo) if r not in here]
+            outs = outs + outs + [DecodeOutput(999, (1, 2, 3), "length")] + foreign
+        return outs

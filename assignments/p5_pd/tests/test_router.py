@@ -1,53 +1,16 @@
 """The router over one prefill worker and two decode workers in one process: each request served once,
 with HF's greedy tokens, on the least-loaded worker; and a decode worker that dies mid-request (a
-wrapper written here raises ConnectionError from every call after its k-th step) costs nothing:
+wrapper, conftest's Faulty, raises ConnectionError from its k-th step on) costs nothing:
 its requests are prefilled again and finish elsewhere, none lost, none twice."""
 
 from __future__ import annotations
 
 import pytest
-from conftest import DECODE_ENGINE, PREFILL_ENGINE, check_tokens, hf_greedy, model_dir, random_prompts
+from conftest import DECODE_ENGINE, PREFILL_ENGINE, Faulty, check_tokens, hf_greedy, model_dir, random_prompts
 
 from autograder.testing import in_worker
 
 MAX_TOKENS = 10
-
-
-class Dying:
-    """A decode worker that dies after `steps` of its steps: from then on every call raises
-    ConnectionError, as a stub for a crashed process would (test code, in the worker)."""
-
-    def __init__(self, worker, steps: int) -> None:
-        self.worker, self.steps_left, self.calls_after_death = worker, steps, 0
-
-    def _alive(self) -> None:
-        if self.steps_left < 0:
-            self.calls_after_death += 1
-            raise ConnectionError("decode worker died")
-
-    @property
-    def load(self):
-        self._alive()
-        return self.worker.load
-
-    def can_reserve(self, *args):
-        self._alive()
-        return self.worker.can_reserve(*args)
-
-    def reserve(self, *args):
-        self._alive()
-        return self.worker.reserve(*args)
-
-    def admit(self, message):
-        self._alive()
-        return self.worker.admit(message)
-
-    def step(self):
-        self._alive()
-        self.steps_left -= 1
-        if self.steps_left < 0:
-            raise ConnectionError("decode worker died during a step")
-        return self.worker.step()
 
 
 @in_worker
@@ -58,12 +21,12 @@ def route(path: str, prompts: list, max_tokens: int, die_after: int | None) -> d
 
     prefill = PrefillWorker(path, **PREFILL_ENGINE)
     decoders = [DecodeWorker(path, **DECODE_ENGINE), DecodeWorker(path, **DECODE_ENGINE)]
-    wrapped = [decoders[0], Dying(decoders[1], die_after) if die_after is not None else decoders[1]]
+    wrapped = [decoders[0], Faulty(decoders[1], die_at=("step", die_after + 1)) if die_after is not None else decoders[1]]
     router = Router(prefill, wrapped, max_prefill_batch=4)
     outs = router.run([Request(i, tuple(p), max_tokens, ignore_eos=True) for i, p in enumerate(prompts)])
     return {"outputs": {rid: (list(o.token_ids), o.finish_reason) for rid, o in outs.items()},
             "log": [list(x) for x in router.log], "prefills": dict(router.prefills), "dead": sorted(router.dead),
-            "calls_after_death": getattr(wrapped[1], "calls_after_death", 0),
+            "calls_after_death": getattr(wrapped[1], "after", 0),
             "survivor_used_blocks": decoders[0].llm.block_manager.num_used_blocks}
 
 

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import DECODE_ENGINE, EOS, PREFILL_ENGINE, check_tokens, hf_continue, hf_greedy, hf_prompt_kv, model_dir, random_prompts
+from conftest import (
+    DECODE_ENGINE,
+    EOS,
+    PREFILL_ENGINE,
+    check_tokens,
+    hf_continue,
+    hf_greedy,
+    hf_prompt_kv,
+    model_dir,
+    random_prompts,
+)
 from disagg import DecodeWorker, KVMessage, PrefillRequest, PrefillWorker
 
 BYTES_PER_TOKEN = 2 * 5 * 2 * 64 * 4  # K and V, 5 layers, 2 KV heads, head_dim 64, fp32

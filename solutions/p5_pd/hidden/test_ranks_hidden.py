@@ -6,28 +6,19 @@ from __future__ import annotations
 
 import pytest
 import torch
-from autograder.collective_spy import counting_collectives
-from conftest import DECODE_ENGINE, PREFILL_ENGINE, check_tokens, hf_continue, hf_greedy, hf_prompt_kv, model_dir, random_prompts
+from conftest import (
+    DECODE_ENGINE,
+    check_tokens,
+    hf_continue,
+    hf_greedy,
+    hf_prompt_kv,
+    model_dir,
+    random_prompts,
+)
+from rank_programs import serve_rank
 
 MAX_TOKENS = 8
 BYTES_PER_TOKEN = 2 * 5 * 2 * 64 * 4  # K and V, 5 layers, 2 KV heads, head_dim 64, fp32
-
-
-def serve_rank_one_by_one(path: str, prompts: list, max_tokens: int) -> dict:
-    import torch.distributed as dist
-    from disagg import Request, serve_ranks
-
-    torch.set_num_threads(1)
-    requests = [Request(i, tuple(p), max_tokens, ignore_eos=True) for i, p in enumerate(prompts)]
-    messages: list = []
-    with counting_collectives("disagg", messages):
-        result = serve_ranks(path, requests if dist.get_rank() == 0 else [], PREFILL_ENGINE, DECODE_ENGINE,
-                             max_prefill_batch=1)
-    floats = [(m["peer"], m["data"]) for m in messages if m["kind"] == "send" and m["data"].dtype == torch.float32]
-    if dist.get_rank() != 0:
-        return {"counters": dict(result), "float_sends": floats}
-    return {"outputs": {rid: list(o.token_ids) for rid, o in result["outputs"].items()},
-            "log": [list(x) for x in result["log"]], "float_sends": floats}
 
 
 @pytest.mark.points(4)
@@ -36,7 +27,7 @@ def test_hidden_a_prefix_hit_on_a_decode_rank_moves_only_the_missing_positions(r
     a, b = random_prompts(61, [20, 9])
     c = a[:17] + random_prompts(62, [3])[0]
     prompts = [a, b, c]
-    results = ranks.run(serve_rank_one_by_one, model_dir(), prompts, MAX_TOKENS)
+    results = ranks.run(serve_rank, model_dir(), prompts, MAX_TOKENS, 1)
     head = results[0]
     for rid, p in enumerate(prompts):
         want, gaps = hf_greedy(tuple(p), MAX_TOKENS, ignore_eos=True)
@@ -68,7 +59,7 @@ def refused_then_served(path: str, prompt: list, kv: torch.Tensor) -> dict:
     try:
         stub.admit(KVMessage(4, tuple(prompt), 7, skip + 4, kv[:, :, skip + 4:]))
         refused = "no exception"
-    except ValueError as e:
+    except ValueError:
         refused = "ValueError"
     except Exception as e:  # noqa: BLE001  reported, not raised: the test names it
         refused = type(e).__name__

@@ -5,58 +5,11 @@ and every worker dead. Tokens against HF greedy; placements against the handout'
 from __future__ import annotations
 
 import pytest
-from conftest import DECODE_ENGINE, PREFILL_ENGINE, check_tokens, hf_greedy, model_dir, random_prompts
+from conftest import DECODE_ENGINE, PREFILL_ENGINE, Faulty, check_tokens, hf_greedy, model_dir, random_prompts
 
 from autograder.testing import in_worker
 
 MAX_TOKENS = 8
-
-
-class Faulty:
-    """A decode worker wrapper (test code, in the worker): `die_at` = (method name, n): the n-th call of
-    that method (1-based) and every call after it raise ConnectionError; `echo`: each step's outputs
-    come twice, plus made-up outputs (tokens 1, 2, 3) for request 999 and for every request this
-    worker does not hold."""
-
-    def __init__(self, worker, die_at: tuple | None = None, echo: bool = False) -> None:
-        self.worker, self.die_at, self.echo, self.calls, self.dead, self.after = worker, die_at, echo, {}, False, 0
-
-    def _call(self, name: str):
-        self.calls[name] = self.calls.get(name, 0) + 1
-        if self.dead:
-            self.after += 1
-            raise ConnectionError(f"dead ({name})")
-        if self.die_at is not None and self.die_at[0] == name and self.calls[name] >= self.die_at[1]:
-            self.dead = True
-            raise ConnectionError(f"died in {name}")
-
-    @property
-    def load(self):
-        self._call("load")
-        return self.worker.load
-
-    def can_reserve(self, *args):
-        self._call("can_reserve")
-        return self.worker.can_reserve(*args)
-
-    def reserve(self, *args):
-        self._call("reserve")
-        return self.worker.reserve(*args)
-
-    def admit(self, message):
-        self._call("admit")
-        return self.worker.admit(message)
-
-    def step(self):
-        self._call("step")
-        outs = self.worker.step()
-        if self.echo:  # every output twice, a request never submitted, and the requests held elsewhere
-            from disagg import DecodeOutput
-
-            here = set(self.worker.reserved) | set(self.worker.llm.scheduler.live) | {o.request_id for o in outs}
-            foreign = [DecodeOutput(r, (1, 2, 3), "length") for r in range(len(PROMPTS)) if r not in here]
-            outs = outs + outs + [DecodeOutput(999, (1, 2, 3), "length")] + foreign
-        return outs
 
 
 @in_worker
@@ -130,7 +83,7 @@ def test_hidden_two_of_three_workers_die(tol):
 
 @pytest.mark.points(2)
 def test_hidden_echoed_and_foreign_outputs_count_once(tol):
-    result = route(model_dir(), PROMPTS, [dict(echo=True), None])
+    result = route(model_dir(), PROMPTS, [dict(echo=len(PROMPTS)), None])
     check(result, PROMPTS, tol, "a worker that repeats its outputs")
     assert 999 not in result["outputs"], "an output for a request the router never sent was accepted"
 

@@ -6,9 +6,20 @@ from __future__ import annotations
 
 import pytest
 import torch
-from autograder.testing import in_worker
-from conftest import DECODE_ENGINE, EOS, PREFILL_ENGINE, check_tokens, hf_continue, hf_greedy, hf_prompt_kv, model_dir, random_prompts
+from conftest import (
+    DECODE_ENGINE,
+    EOS,
+    PREFILL_ENGINE,
+    check_tokens,
+    hf_continue,
+    hf_greedy,
+    hf_prompt_kv,
+    model_dir,
+    random_prompts,
+)
 from disagg import DecodeWorker, KVMessage, PrefillRequest, PrefillWorker, gather_kv, kv_bytes, scatter_kv
+
+from autograder.testing import in_worker
 
 L, H, D = 2, 3, 5
 

@@ -9,28 +9,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from autograder.collective_spy import counting_collectives
 from conftest import DECODE_ENGINE, PREFILL_ENGINE, check_tokens, hf_greedy, hf_prompt_kv, model_dir, random_prompts
+from rank_programs import serve_rank
 
 MAX_TOKENS = 8
 BYTES_PER_TOKEN = 2 * 5 * 2 * 64 * 4  # K and V, 5 layers, 2 KV heads, head_dim 64, fp32
-
-
-def serve_rank(path: str, prompts: list, max_tokens: int) -> dict:
-    """Every rank: serve_ranks under the collective spy; plain records for the judge."""
-    import torch.distributed as dist
-    from disagg import Request, serve_ranks
-
-    torch.set_num_threads(1)
-    requests = [Request(i, tuple(p), max_tokens, ignore_eos=True) for i, p in enumerate(prompts)]
-    messages: list = []
-    with counting_collectives("disagg", messages):
-        result = serve_ranks(path, requests if dist.get_rank() == 0 else [], PREFILL_ENGINE, DECODE_ENGINE)
-    floats = [(m["peer"], m["data"]) for m in messages if m["kind"] == "send" and m["data"].dtype == torch.float32]
-    if dist.get_rank() != 0:
-        return {"counters": dict(result), "float_sends": floats}
-    return {"outputs": {rid: list(o.token_ids) for rid, o in result["outputs"].items()},
-            "log": [list(x) for x in result["log"]], "float_sends": floats}
 
 
 @pytest.mark.points(5)
