@@ -23,13 +23,13 @@ import pytest
 from autograder import marks
 from autograder.judge import audit, importer, this_run
 from autograder.judge.client import WorkerClient
-from autograder.judge.worker_process import hide_from_workers
 from autograder.judge.feedback import parameter_id
 from autograder.judge.perf import Perf
 from autograder.judge.ranks import Guards, RankGroup
 from autograder.judge.reaper import become_subreaper
 from autograder.judge.recorder import Recorder, world_of
 from autograder.judge.verdict import TestState
+from autograder.judge.worker_process import hide_from_workers
 from autograder.protocol.rules import AccountingRules
 from autograder.protocol.run import OPT_KEY_FD, OPT_RUN, RunDescription
 
@@ -83,6 +83,13 @@ def _start_audit(run: RunDescription) -> None:
     this_run.worker.picker = audit.Picker()
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A run with CPU multi-rank tests starts its fork server now: it imports torch while the
+    test's own worker starts, not when the first multi-rank test waits for it."""
+    if this_run.description is not None and any(world_of(item)[1] == "gloo" for item in session.items):
+        this_run.fork_server().start()
+
+
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
     return parameter_id(val)
 
@@ -92,6 +99,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         this_run.worker.kill()
     if this_run.guarded is not None:
         this_run.guarded.close()
+    if this_run.forkserver is not None:
+        this_run.forkserver.close()
 
 
 @pytest.fixture
@@ -105,7 +114,7 @@ def ranks(request: pytest.FixtureRequest) -> Any:
     timeout = float(request.config.getoption("timeout", None) or 120.0)
     main = this_run.client()
     group = RankGroup(package=main.package, world=world, backend=backend, timeout_s=timeout, guards=guards,
-                      spare_pid=main.proc.pid if main.proc is not None else None)
+                      spare_pid=main.proc.pid if main.proc is not None else None, forkserver=this_run.fork_server())
     group.start()
     try:
         yield group

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder.judge.client import WorkerClient
+from autograder.judge.forkserver import ForkServer
 from autograder.judge.reaper import kill_strays
 from autograder.protocol.messages import (
     ENV_DIST_BACKEND,
@@ -77,7 +78,7 @@ class RankGroup:
     """`world` workers joined in one process group; `run` calls a test function on all of them."""
 
     def __init__(self, *, package: str, world: int, backend: str, timeout_s: float,
-                 guards: Guards, spare_pid: int | None = None) -> None:
+                 guards: Guards, spare_pid: int | None = None, forkserver: ForkServer | None = None) -> None:
         if world < 1:
             raise ValueError(f"world_size must be >= 1, got {world}")
         if backend not in ("gloo", "nccl"):
@@ -100,8 +101,10 @@ class RankGroup:
             ENV_PROGRESS: str(self.progress_file(r)), ENV_DIST_BACKEND: backend,
             ENV_DIST_TIMEOUT: f"{dist_timeout:g}", "GLOO_SOCKET_IFNAME": "lo", "MASTER_ADDR": "127.0.0.1",
         } | self._own_folders(r)) for r in range(world)]
+        self.forkserver = forkserver if backend == "gloo" else None  # CUDA ranks: never forked (see forkserver.py)
         for c in self.clients:
             c.share_rng = False  # each rank keeps its own stream (seeded with the test's seed + rank)
+            c.forkserver = self.forkserver
 
     def _own_folders(self, rank: int) -> dict[str, str]:
         """The rank's HOME, TMPDIR and caches, in its private folder: the only place it may write
@@ -142,7 +145,8 @@ class RankGroup:
                     pass
         for c in self.clients:
             c.kill()
-        kill_strays({self.spare_pid} if self.spare_pid is not None else set())
+        keep = {self.spare_pid, self.forkserver.pid if self.forkserver is not None else None} - {None}
+        kill_strays(keep)  # type: ignore[arg-type]
         shutil.rmtree(self.folder, ignore_errors=True)
 
     # ---- running ------------------------------------------------------------------------------

@@ -9,11 +9,13 @@ from typing import Any
 from autograder.judge.audit import GuardedAudit
 from autograder.judge.client import WorkerClient
 from autograder.judge.feedback import is_hidden
+from autograder.judge.forkserver import ForkServer
 from autograder.protocol.run import RunDescription
 
 description: RunDescription | None = None  # this run's description (protocol/run.py), read before any conftest
 worker: WorkerClient | None = None  # the worker that runs the package
 guarded: GuardedAudit | None = None  # a kernel exercise's audit worker (judge/audit.py)
+forkserver: ForkServer | None = None  # forks the CPU ranks' workers (judge/forkserver.py), started on first use
 
 
 def client() -> WorkerClient:
@@ -21,6 +23,14 @@ def client() -> WorkerClient:
     if worker is None:
         raise RuntimeError("no worker: this run has no --ag-run description (the package is not graded here)")
     return worker
+
+
+def fork_server() -> ForkServer:
+    """This judge's fork server of rank workers (one zygote, started on first use)."""
+    global forkserver
+    if forkserver is None:
+        forkserver = ForkServer()
+    return forkserver
 
 
 def client_if_started() -> WorkerClient | None:

@@ -19,6 +19,7 @@ import threading
 from typing import Any
 
 from autograder.judge import worker_view
+from autograder.judge.forkserver import ForkedProcess, ForkServer
 from autograder.protocol.arena import new_arena_fd
 from autograder.protocol.messages import ENV_ROLE, ROLE_WORKER
 
@@ -36,10 +37,11 @@ class WorkerProcess:
         self.package = package
         self.env = dict(env or {})          # what this worker's environment adds (a rank's coordinates)
         self.generation = 0                 # counts starts: references into an earlier worker are refused
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | ForkedProcess | None = None
         self.sock: socket.socket | None = None
         self.guard: tuple[str, ...] | None = None  # an audit worker: the ops it allows (judge/audit.py)
         self.view: dict[str, list] = {}     # its extra mount view: "binds", "fresh" (judge/worker_view.py)
+        self.forkserver: ForkServer | None = None  # forks it from a zygote (a rank's worker) where set
         self.broken = ""                    # why the current test's worker was lost, if it was
         self._arena_fds: tuple[int, ...] = ()
         self._output: list[str] = []
@@ -51,16 +53,20 @@ class WorkerProcess:
         judge_end, worker_end = socket.socketpair()
         to_judge, from_judge = new_arena_fd("autograder-to-judge"), new_arena_fd("autograder-to-worker")
         fds = (worker_end.fileno(), to_judge, from_judge)
-        argv = [sys.executable, "-m", "autograder.worker.server", "--sock-fd", str(fds[0]), "--to-judge-fd",
-                str(to_judge), "--from-judge-fd", str(from_judge), "--generation", str(self.generation),
-                "--package", self.package]
+        args = ["--sock-fd", str(fds[0]), "--to-judge-fd", str(to_judge), "--from-judge-fd", str(from_judge),
+                "--generation", str(self.generation), "--package", self.package]
         if self.guard is not None:
-            argv += ["--guard", json.dumps(list(self.guard))]
-        argv = worker_view.launch_argv(sys.executable, list(_hidden_from_workers), argv,  # tests, records covered
-                                       self.view.get("binds", []), self.view.get("fresh", []))
+            args += ["--guard", json.dumps(list(self.guard))]
         env = {"OMP_WAIT_POLICY": "PASSIVE"} | dict(os.environ) | self.env | {ENV_ROLE: ROLE_WORKER}  # see grade._base_env
-        self.proc = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        hide, binds, fresh = list(_hidden_from_workers), self.view.get("binds", []), self.view.get("fresh", [])
+        self.proc = None
+        if self.forkserver is not None:
+            self.proc = self.forkserver.spawn(args, fds, env, {"hide": hide, "binds": binds, "fresh": fresh})
+        if self.proc is None:  # a fresh interpreter, behind the covers of the launcher (tests, records)
+            argv = worker_view.launch_argv(sys.executable, hide, [sys.executable, "-m", "autograder.worker.server",
+                                                                  *args], binds, fresh)
+            self.proc = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, start_new_session=True, env=env)
         worker_end.close()
         self.sock = judge_end
         self._arena_fds = (to_judge, from_judge)  # the judge grows its arena through its fd: kept open
