@@ -12,6 +12,10 @@ from autograder.host.repo import Course
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
+# Collected test manifests are cached by the content of everything collection reads (host/collect.py),
+# so every private copy of the demo course may share one cache: a copy's first grading then skips a
+# collection run another copy of the same files already made.
+MANIFEST_CACHE = REPO / ".cache" / "autograder"
 
 
 @pytest.fixture
@@ -19,7 +23,7 @@ def demo_course(tmp_path: Path) -> Course:
     """A private copy of the demo course (one assignment, s00_demo) with its stubs generated."""
     root = tmp_path / "course"
     shutil.copytree(FIXTURES / "demo_course", root, ignore=ignore())
-    return Course(root)
+    return Course(root, cache=MANIFEST_CACHE)
 
 
 @pytest.fixture(scope="session")

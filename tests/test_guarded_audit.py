@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import FIXTURES, add_assignment
+from conftest import FIXTURES, MANIFEST_CACHE, add_assignment
 
 from autograder.host.course_files import ignore
 from autograder.host.grade import grade_assignment
@@ -31,7 +31,7 @@ TIMED = "test_scale_timed_on_input_sets"
 def audit_course(tmp_path_factory) -> Course:
     root = tmp_path_factory.mktemp("audit") / "course"
     shutil.copytree(FIXTURES / "demo_course", root, ignore=ignore())
-    course = Course(root)
+    course = Course(root, cache=MANIFEST_CACHE)
     files = {str(p.relative_to(COURSE_FILES)): p.read_text() for p in COURSE_FILES.rglob("*") if p.is_file()}
     return add_assignment(course, ASSIGNMENT, files)
 

@@ -10,7 +10,7 @@ import shutil
 import textwrap
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, MANIFEST_CACHE
 
 from autograder.classroom.export import pass_rates, student_grades
 from autograder.classroom.gradebook import GRADED, Gradebook, GradeKey, GradeRecord, Outcome
@@ -53,7 +53,7 @@ def flagged(tmp_path_factory):
     root = tmp_path_factory.mktemp("held") / "course"
     shutil.copytree(FIXTURES / "demo_course", root, ignore=ignore())
     (root / "solutions/s00_demo/tests/test_judge_holds.py").write_text(textwrap.dedent(JUDGE_HOLDS))
-    course = Course(root)
+    course = Course(root, cache=MANIFEST_CACHE)
     sub = root.parent / "submission"
     shutil.copytree(course.assignments / "s00_demo", sub)
     shutil.copytree(TAMPERING / "scan_sys_modules", sub, dirs_exist_ok=True)

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, add_assignment
+from conftest import FIXTURES, MANIFEST_CACHE, add_assignment
 from test_multirank import REFERENCE, TOML
 
 from autograder.host.course_files import ignore
@@ -78,7 +78,7 @@ def test_the_message_carries_the_senders_input(ranks):
 def secret_course(tmp_path_factory: pytest.TempPathFactory) -> Course:
     root = tmp_path_factory.mktemp("ranks") / "course"
     shutil.copytree(FIXTURES / "demo_course", root, ignore=ignore())
-    return add_assignment(Course(root), "s03_ringdemo", {
+    return add_assignment(Course(root, cache=MANIFEST_CACHE), "s03_ringdemo", {
         "assignment.toml": TOML, "ring/__init__.py": "from ring.ops import ring_all_reduce\n",
         "ring/ops.py": REFERENCE, "tests/test_ring_secret.py": SECRET_TESTS})
 

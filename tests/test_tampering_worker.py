@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, add_assignment
+from conftest import FIXTURES, MANIFEST_CACHE, add_assignment
 
 from autograder.host.course_files import ignore
 from autograder.host.grade import grade_assignment
@@ -37,7 +37,7 @@ def worker_course(tmp_path_factory) -> Course:
     """The demo course with s09_worker added (its stubs generated), shared by this module's gradings."""
     root = tmp_path_factory.mktemp("worker") / "course"
     shutil.copytree(FIXTURES / "demo_course", root, ignore=ignore())
-    course = Course(root)
+    course = Course(root, cache=MANIFEST_CACHE)
     files = {str(p.relative_to(COURSE_FILES)): p.read_text() for p in COURSE_FILES.rglob("*") if p.is_file()}
     return add_assignment(course, ASSIGNMENT, files)
 

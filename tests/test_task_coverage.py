@@ -16,7 +16,7 @@ from autograder.authoring.handout import current_handout
 from autograder.authoring.taskmap import write_tasks
 from autograder.host.course_files import ignore
 from autograder.host.repo import Course, find_root
-from conftest import FIXTURES, add_assignment
+from conftest import FIXTURES, MANIFEST_CACHE, add_assignment
 
 COURSE = Course(find_root())
 
@@ -88,7 +88,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Course, task_rec
     """The demo course with s00_reach, measured once (a grading per public test file)."""
     root = tmp_path_factory.mktemp("reach") / "course"
     shutil.copytree(FIXTURES / "demo_course", root, ignore=ignore())
-    course = add_assignment(Course(root), "s00_reach", {
+    course = add_assignment(Course(root, cache=MANIFEST_CACHE), "s00_reach", {
         "assignment.toml": TOML, "reach/__init__.py": "from reach.core import base, double, never_called\n",
         "reach/core.py": CODE, "tests/test_double.py": TESTS})
     return course, write_tasks(course=course, assignment_id="s00_reach", say=lambda _: None)
