@@ -73,6 +73,9 @@ class ForkServer:
         """Launch the zygote (it imports torch in the background; the first spawn waits for it)."""
         if self.proc is not None or self.dead:
             return
+        if "COVERAGE_PROCESS_START" in os.environ:  # `autograder tasks` measures each worker from its start:
+            self.dead = True                         # a fork would carry the zygote's measurement instead
+            return
         judge_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {"OMP_WAIT_POLICY": "PASSIVE"} | dict(os.environ)
         try:

@@ -15,12 +15,14 @@ around the test function all agree that the body ran to completion.
 from __future__ import annotations
 
 import ctypes
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from autograder import marks
+from autograder.hardware import ENV_VAR as HARDWARE_ENV
 from autograder.judge import audit, importer, this_run
 from autograder.judge.client import WorkerClient
 from autograder.judge.feedback import parameter_id
@@ -64,6 +66,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     if package:
         become_subreaper()  # whatever a rank leaves running becomes ours to kill (judge/ranks.py)
         this_run.worker = WorkerClient(package)
+        if os.environ.get(HARDWARE_ENV) == "cpu":  # a worker lost to a crash or a hang restarts as a fork
+            this_run.worker.restart_server = this_run.fork_server
         importer.install(package, this_run.worker, given)
         hide_from_workers(list(this_run.description.worker_hides))  # the run's tests and records, covered for every worker
         _start_audit(this_run.description)  # its pristine copy of the package: before any worker runs

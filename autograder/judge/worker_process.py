@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from autograder.judge import worker_view
@@ -42,6 +43,7 @@ class WorkerProcess:
         self.guard: tuple[str, ...] | None = None  # an audit worker: the ops it allows (judge/audit.py)
         self.view: dict[str, list] = {}     # its extra mount view: "binds", "fresh" (judge/worker_view.py)
         self.forkserver: ForkServer | None = None  # forks it from a zygote (a rank's worker) where set
+        self.restart_server: Callable[[], ForkServer] | None = None  # forks its restarts (a CPU run's test worker)
         self.broken = ""                    # why the current test's worker was lost, if it was
         self._arena_fds: tuple[int, ...] = ()
         self._output: list[str] = []
@@ -60,8 +62,9 @@ class WorkerProcess:
         env = {"OMP_WAIT_POLICY": "PASSIVE"} | dict(os.environ) | self.env | {ENV_ROLE: ROLE_WORKER}  # see grade._base_env
         hide, binds, fresh = list(_hidden_from_workers), self.view.get("binds", []), self.view.get("fresh", [])
         self.proc = None
-        if self.forkserver is not None:
-            self.proc = self.forkserver.spawn(args, fds, env, {"hide": hide, "binds": binds, "fresh": fresh})
+        server = self.forkserver or (self.restart_server() if self.restart_server and self.generation > 1 else None)
+        if server is not None:
+            self.proc = server.spawn(args, fds, env, {"hide": hide, "binds": binds, "fresh": fresh})
         if self.proc is None:  # a fresh interpreter, behind the covers of the launcher (tests, records)
             argv = worker_view.launch_argv(sys.executable, hide, [sys.executable, "-m", "autograder.worker.server",
                                                                   *args], binds, fresh)
