@@ -29,7 +29,7 @@ import sys
 import tempfile
 import warnings
 
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+PR_SET_DUMPABLE = 4
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 MAX_MESSAGE = 1 << 20
 
@@ -162,7 +162,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="the fork server of a judge's rank workers")
     parser.add_argument("--ctl-fd", type=int, required=True)
     opts = parser.parse_args(argv)
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # dies with the judge, and its children with it
+    # It ends when the judge's end of the control socket closes (the judge exited or was killed: the
+    # kernel closes its descriptors), and its children with it (each worker's PDEATHSIG). Not
+    # PDEATHSIG here: that follows the judge's thread that started it, which may end first.
     _prctl(PR_SET_DUMPABLE, 0)  # a worker may not ptrace or read the memory of the process it came from
     warnings.simplefilter("ignore", DeprecationWarning)  # fork() with torch's idle native thread
     import torch
