@@ -67,3 +67,15 @@ def test_the_classroom_flow_grades_the_students_repository_at_the_commit_asked_f
     runs = [s.get("run", "") for s in steps("grade-classroom.yml")]
     assert any('rev-parse HEAD)" = "$COMMIT"' in r for r in runs)
     assert any('--submission "student/assignments/$ASSIGNMENT"' in r for r in runs)
+
+
+@pytest.mark.parametrize("name", WORKFLOWS)
+def test_the_runner_grades_with_the_course_installed_by_make_not_the_hosts_python(name):
+    """The host side (collection, the report) needs the course's pins: `make setup` installs them in
+    .venv (CPU torch: the tests themselves run in the image), and the grade step uses that venv."""
+    runs = [s.get("run", "") for s in steps(name)]
+    setup = next(i for i, r in enumerate(runs) if r.startswith("make setup"))
+    assert "EXTRAS=docker" in runs[setup] and "TORCH_INDEX=https://download.pytorch.org/whl/cpu" in runs[setup]
+    grade = next(i for i, r in enumerate(runs) if "autograder grade" in r)
+    assert setup < grade and ".venv/bin/python -m autograder grade" in runs[grade]
+    assert not any(re.search(r"(^|\s)python3 -m (pip|autograder)", r) for r in runs), runs

@@ -3,7 +3,9 @@ packages, the pins, the GPU image and every perf bar agree with it."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -30,6 +32,25 @@ def test_the_pins_of_the_setup_are_the_tables():
     assert pins["triton"] == CPU.triton and pins["transformers"] == CPU.transformers
     torch_pin = re.search(r"^TORCH\s*\?=\s*torch==(\S+)", (REPO / "course/student/Makefile").read_text(), re.M)[1]
     assert CPU.torch.split("+")[0] == torch_pin
+
+
+def _torch_index(path: str) -> str:
+    """TORCH_INDEX as the student Makefile sets it with PATH = `path` (make run with -s, no target built)."""
+    out = subprocess.run(["make", "-s", "-f", "course/student/Makefile", "--eval", "show-index: ; @echo '[$(TORCH_INDEX)]'",
+                          "show-index"], cwd=REPO, env=os.environ | {"PATH": path}, capture_output=True, text=True,
+                         check=True)
+    return out.stdout.strip()
+
+
+def test_a_machine_without_an_nvidia_driver_installs_torchs_cpu_build(tmp_path):
+    """PyPI's torch for Linux is a CUDA build of several GB: with no nvidia-smi on PATH the Makefile
+    adds PyTorch's CPU index (its 2.13.0+cpu wins); with one, PyPI's build is kept."""
+    plain = "/usr/bin:/bin"
+    assert _torch_index(plain) == "[https://download.pytorch.org/whl/cpu]"
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    assert _torch_index(f"{tmp_path}:{plain}") == "[]"
 
 
 def test_the_gpu_image_is_built_from_the_table():
