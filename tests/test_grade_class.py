@@ -208,3 +208,11 @@ def test_two_class_gradings_never_write_one_gradebook_at_once(demo_course, tmp_p
     assert summary.graded == [] and (out / "gradebook.sqlite").is_file()
     with pytest.raises(ValueError, match="jobs must be"):
         ClassOptions(jobs=0)
+
+
+def test_the_local_engine_grades_at_most_one_submission_per_core_and_says_so():
+    from autograder.classroom.engines import jobs_this_host_holds
+
+    assert jobs_this_host_holds(2, cpus=4) == (2, None)
+    jobs, why = jobs_this_host_holds(8, cpus=2)
+    assert jobs == 2 and "-j 8" in why and "2 cores" in why

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from autograder.classroom.engines import ENGINES
+from autograder.classroom.engines import ENGINES, jobs_this_host_holds
 from autograder.errors import GraderError
 from autograder.host import atomic
 from autograder.host.repo import Course
@@ -55,6 +55,10 @@ def grade_class_cmd(course: Course, aid: str, folder: Path, out: str | None, job
     from autograder.classroom.grade_class import GRADEBOOK, ClassOptions, grade_class
     from autograder.classroom.gradebook import Gradebook
 
+    if engine == "local":
+        jobs, why = jobs_this_host_holds(jobs)
+        if why:
+            _say(f"note: {why}")
     try:
         options = ClassOptions(jobs=jobs, sandbox=sandbox, hardware=hardware, regrade=regrade, times=times,
                                engine=engine, ray_address=ray_address)

@@ -100,6 +100,18 @@ class RayEngine:
                 ray.shutdown()
 
 
+def jobs_this_host_holds(jobs: int, cpus: int | None = None) -> tuple[int, str | None]:
+    """At most one grading per core at once, and why when fewer than asked. Each grading is at least
+    one busy process; its time limits count its own time, but only up to MAX_STRETCH times the limit
+    on the wall clock (judge/own_time.py), so more gradings than cores would let neighbours cost a
+    correct submission its tests again."""
+    cpus = cpus or os.cpu_count() or 1
+    if jobs <= cpus:
+        return jobs, None
+    return cpus, (f"-j {jobs} is more than this machine's {cpus} cores: grading {cpus} at once, so that no "
+                  "submission runs out of time because of its neighbours")
+
+
 def make_engine(*, engine: str, jobs: int, ray_address: str | None, gpus: int) -> Engine:
     """The engine named `engine`; a clear GraderError when Ray is asked for and not installed."""
     if engine == "local":

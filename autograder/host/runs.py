@@ -21,12 +21,12 @@ from autograder.host.results import ERROR, FAILED, AssignmentResult, ExpectedTes
 from autograder.host.spec import AssignmentSpec
 from autograder.host.stage import stage
 from autograder.protocol.attachments import ATTACHMENTS_DIR
-from autograder.protocol.run import OPT_KEY_FD, OPT_RUN, RUN_FILE, RunDescription
+from autograder.protocol.run import MAX_STRETCH, OPT_KEY_FD, OPT_RUN, RUN_FILE, RunDescription
 from autograder.sandbox import Backend, RunRequest
 
 JUDGE_DIR = ".judge"  # the judge's records: covered in the worker's own view
 RESULTS_FILE = f"{JUDGE_DIR}/results.jsonl"
-STALL_MARGIN_S = 20.0  # a batch run may go this long past a test's timeout without a new record
+STALL_MARGIN_S = 20.0  # a batch run may go this long past a test's longest wall time without a new record
 
 
 def base_env(workdir: Path, threads: int) -> dict[str, str]:
@@ -119,7 +119,7 @@ def run_files(job: Job, name: str, test_files: list[str], *, batch: bool) -> tup
                           secret=key, secret_flag=OPT_KEY_FD,  # the backend says where the judge reads it
                           read_only=read_only,
                           progress_file=results_file if batch else None,
-                          stall_s=spec.limits.test_timeout_s + STALL_MARGIN_S if batch else None,
+                          stall_s=spec.limits.test_timeout_s * MAX_STRETCH + STALL_MARGIN_S if batch else None,
                           processes=1 + ranks)
     if job.tally is None:
         run = job.backend.run(request)

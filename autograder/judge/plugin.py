@@ -23,7 +23,7 @@ import pytest
 
 from autograder import marks
 from autograder.hardware import ENV_VAR as HARDWARE_ENV
-from autograder.judge import audit, importer, this_run
+from autograder.judge import audit, importer, this_run, time_limit
 from autograder.judge.client import WorkerClient
 from autograder.judge.feedback import parameter_id
 from autograder.judge.perf import Perf
@@ -51,6 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     marks.register(config)
+    config.pluginmanager.register(time_limit, "autograder-time-limit")  # each test's limit in its own time
     if this_run.description is not None:
         _no_dumps()
         config.pluginmanager.register(Recorder(config, this_run.description), "autograder-recorder")

@@ -29,6 +29,7 @@ from typing import Any
 
 from autograder.judge.client import WorkerClient
 from autograder.judge.forkserver import ForkServer
+from autograder.judge.own_time import Deadline, clock
 from autograder.judge.reaper import kill_strays
 from autograder.protocol.messages import (
     ENV_DIST_BACKEND,
@@ -89,7 +90,8 @@ class RankGroup:
         self.spare_pid = spare_pid  # the test's own worker: closing the group must not kill it
         # One deadline for the whole test (start and every run together), from the group's creation
         # in the test's setup: a rank slow to start leaves less time to the runs, never more.
-        self.deadline = time.monotonic() + timeout_s - KILL_MARGIN_S
+        # Counted in the test's own time, as its limit is (judge/own_time.py).
+        self.deadline = Deadline(timeout_s - KILL_MARGIN_S, clock())
         self.nodeid, self.forbidden, self.rules, self.required = (guards.nodeid, list(guards.forbidden), guards.rules,
                                                                    guards.required)
         self.folder = group_folder()
@@ -188,7 +190,7 @@ class RankGroup:
 
     def _left(self) -> float:
         """Seconds left before the test's deadline (at least a moment, so a late call still reports)."""
-        return max(0.5, self.deadline - time.monotonic())
+        return max(0.5, self.deadline.left())
 
     def _on_all(self, work: Callable[..., None], budget_s: float, with_rank: bool = False) -> dict[int, BaseException]:
         """Run work on every client in its own thread; stop waiting at the deadline, or GRACE_S
@@ -206,12 +208,12 @@ class RankGroup:
             t = threading.Thread(target=body, args=(rank, c), daemon=True, name=f"rank{rank}")
             self._threads[rank] = t
             t.start()
-        deadline, first_error = time.monotonic() + budget_s, None
+        deadline, first_error = Deadline(budget_s, clock()), None
         while any(t.is_alive() for t in self._threads.values()):
             now = time.monotonic()
             if errors and first_error is None:
                 first_error = now
-            if now > deadline or (first_error is not None and now > first_error + GRACE_S):
+            if deadline.left() <= 0 or (first_error is not None and now > first_error + GRACE_S):
                 break
             for t in self._threads.values():
                 t.join(timeout=0.05)

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from autograder.judge import worker_view
+from autograder.judge import own_time, worker_view
 from autograder.judge.forkserver import ForkedProcess, ForkServer
 from autograder.protocol.arena import new_arena_fd
 from autograder.protocol.messages import ENV_ROLE, ROLE_WORKER
@@ -70,6 +70,7 @@ class WorkerProcess:
                                                                   *args], binds, fresh)
             self.proc = subprocess.Popen(argv, pass_fds=fds, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                          stderr=subprocess.STDOUT, start_new_session=True, env=env)
+        own_time.clock().watch(self.proc.pid)  # its waits for a CPU do not count against a test's limit
         worker_end.close()
         self.sock = judge_end
         self._arena_fds = (to_judge, from_judge)  # the judge grows its arena through its fd: kept open

@@ -13,6 +13,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+# A test's time limit counts its own time, not the time it waited for a CPU (judge/own_time.py); on a
+# busy host it may so run past its limit on the wall clock, but never past this many times it.
+MAX_STRETCH = 4.0
 OPT_RUN = "--ag-run"        # the path of this run's description
 OPT_KEY_FD = "--ag-key-fd"  # the fd the judge reads the HMAC key from (a graded run)
 RUN_FILE = "run.json"  # beside the results, in the judge's folder
