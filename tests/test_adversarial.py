@@ -4,7 +4,9 @@ is at import time, so the tests that only need `mean` show the rest of the file 
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import textwrap
@@ -150,6 +152,56 @@ def test_segfault_fails_only_the_crashing_calls_with_the_signal_named(demo_cours
     # ran (and passed) after the crash point; held, as the tamper scan flags the package's ctypes
     assert by_name["test_mean_matches_fsum"].status == "held"
     assert by_name["test_mean_of_empty_list_raises_value_error"].status == "held"
+
+
+RESTART_PROBE = """
+import json, os, socket
+
+def add(a, b):
+    parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read().replace(b"\\0", b" ").decode()
+    if "autograder.worker.zygote" not in parent:
+        os._exit(3)  # the first worker, a fresh interpreter: end it so that the judge starts another
+    found = {"caps": [], "ctl_sockets": 0, "parent_readable": [], "tests_visible": []}
+    for line in open("/proc/self/status").read().splitlines():
+        if line.startswith(("CapEff", "CapPrm", "CapAmb")) and int(line.split()[1], 16):
+            found["caps"].append(line)
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            s = socket.socket(fileno=os.dup(fd))
+        except OSError:
+            continue
+        found["ctl_sockets"] += s.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_SEQPACKET
+        s.close()
+    for name in ("mem", "environ", "maps"):
+        try:
+            open(f"/proc/{os.getppid()}/{name}", "rb").read(1)
+            found["parent_readable"].append(name)
+        except OSError:
+            pass
+    for folder in ("tests", "hidden", ".judge"):
+        try:
+            if os.listdir(folder):
+                found["tests_visible"].append(folder)
+        except OSError:
+            pass
+    raise RuntimeError("PROBE" + json.dumps(found) + "END")
+"""
+
+
+@needs_bwrap
+def test_a_test_worker_restarted_after_a_crash_is_a_fork_as_confined_as_a_fresh_one(demo_course, tmp_path):
+    """On a CPU run a worker lost to a crash restarts as a fork of the judge's zygote (judge/forkserver.py).
+    The first worker exits on its first call; each later call runs in a restarted worker and reports
+    what it can reach: no capability, no zygote control socket, the zygote closed to it, the tests covered."""
+    sub = _submission(tmp_path, demo_course, RESTART_PROBE)
+    result, by_name = _grade(demo_course, sub, "bwrap")
+    _assert_add_tests_earn_nothing(by_name)
+    text = "".join(t.output + t.reason for t in result.tests)
+    probes = [json.loads(m) for m in re.findall(r"PROBE(\{.*?\})END", text)]
+    assert probes, f"no restarted worker was a fork of the zygote (every call ended its worker): {text[-2000:]}"
+    for found in probes:
+        assert found["caps"] == [] and found["ctl_sockets"] == 0, found
+        assert found["parent_readable"] == [] and found["tests_visible"] == [], found
 
 
 @needs_bwrap

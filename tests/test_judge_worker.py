@@ -312,3 +312,21 @@ def test_one_judge_can_hold_a_worker_per_rank(tmp_path, monkeypatch):
     (pid0, n0, s0), (pid1, n1, s1), (pid0b, n0b, s0b) = answers
     assert pid0 != pid1 and pid0 == pid0b != os.getpid()
     assert (n0, s0, n1, s1, n0b, s0b) == (1, 4.0, 1, 8.0, 2, 2.0)
+
+
+def test_a_forked_worker_reads_as_killed_once_its_zygote_is_gone():
+    """No exit status comes once the zygote died (its children die with it, PDEATHSIG): poll() must
+    not answer "still running" for ever, or the judge would wait on a worker that is gone."""
+    import threading as _threading
+
+    from autograder.judge.forkserver import ForkedProcess
+
+    class GoneServer:
+        dead = True
+        changed = _threading.Condition()
+
+        def status_of(self, pid: int) -> None:
+            return None
+
+    proc = ForkedProcess(GoneServer(), pid=12345, stdout=None)  # type: ignore[arg-type]
+    assert proc.poll() == -9 and proc.wait(timeout=0.1) == -9

@@ -22,8 +22,9 @@ import threading
 import time
 from typing import Any
 
+from autograder.worker.zygote import MAX_MESSAGE
+
 READY_TIMEOUT_S = 120.0
-MAX_MESSAGE = 1 << 20
 
 
 class ForkedProcess:
@@ -34,16 +35,16 @@ class ForkedProcess:
         self.returncode: int | None = None
 
     def poll(self) -> int | None:
-        if self.returncode is None and (status := self.server.status_of(self.pid)) is not None:
-            self.returncode = os.waitstatus_to_exitcode(status)
+        if self.returncode is None:
+            if (status := self.server.status_of(self.pid)) is not None:
+                self.returncode = os.waitstatus_to_exitcode(status)
+            elif self.server.dead:
+                self.returncode = -9  # the zygote died, and so did its children (PDEATHSIG): no status comes
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.poll() is None:
-            if self.server.dead:
-                self.returncode = -9  # the zygote died: so did its children (PDEATHSIG)
-                break
             if deadline is not None and time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout or 0.0)
             with self.server.changed:
@@ -64,6 +65,7 @@ class ForkServer:
         self._replies: list[dict] = []
         self.ready = False  # the zygote has imported torch and waits for starts
         self._lock = threading.Lock()  # one start request in flight at a time
+        self._starting = threading.Lock()  # one zygote, whichever thread asks first
 
     @property
     def pid(self) -> int | None:
@@ -71,6 +73,10 @@ class ForkServer:
 
     def start(self) -> None:
         """Launch the zygote (it imports torch in the background; the first spawn waits for it)."""
+        with self._starting:
+            self._start()
+
+    def _start(self) -> None:
         if self.proc is not None or self.dead:
             return
         if "COVERAGE_PROCESS_START" in os.environ:  # `autograder tasks` measures each worker from its start:
