@@ -136,10 +136,13 @@ class Faulty:
     would behave. `die_at` = (method name, n): the n-th call of that method (1-based) and every call
     after it raise ConnectionError (`after` counts the calls made after the death); `echo` = n: each
     step's outputs come twice, plus made-up outputs (tokens 1, 2, 3) for request 999 and for each of
-    requests 0..n-1 this worker does not hold."""
+    requests 0..n-1 this worker does not hold; `patience` = n: the n-th `can_reserve` raises
+    AssertionError (a router that asks again and again within one round instead of waiting for the
+    next). `refused` counts the `can_reserve` calls answered False."""
 
-    def __init__(self, worker, die_at: tuple | None = None, echo: int = 0) -> None:
+    def __init__(self, worker, die_at: tuple | None = None, echo: int = 0, patience: int = 0) -> None:
         self.worker, self.die_at, self.echo, self.calls, self.dead, self.after = worker, die_at, echo, {}, False, 0
+        self.patience, self.refused = patience, 0
 
     def _call(self, name: str):
         self.calls[name] = self.calls.get(name, 0) + 1
@@ -157,7 +160,12 @@ class Faulty:
 
     def can_reserve(self, *args):
         self._call("can_reserve")
-        return self.worker.can_reserve(*args)
+        if self.patience and self.calls["can_reserve"] >= self.patience:
+            raise AssertionError(f"can_reserve was asked {self.calls['can_reserve']} times: the router keeps asking "
+                                 "about a request no worker can take now instead of stopping the round")
+        fits = self.worker.can_reserve(*args)
+        self.refused += not fits
+        return fits
 
     def reserve(self, *args):
         self._call("reserve")

@@ -1,6 +1,6 @@
 """Hidden: the router under deaths at every phase (placing, admitting, stepping, two of three workers),
 workers that answer twice or for requests they were never given, a worker too small for a request,
-and every worker dead. Tokens against HF greedy; placements against the handout's rule worked here."""
+a pool too full for the next request (the round stops and the queue waits), and every worker dead. Tokens against HF greedy; placements against the handout's rule worked here."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def route(path: str, prompts: list, faults: list, engines: list | None = None, b
         return {"error": str(e), "dead": sorted(router.dead)}
     return {"outputs": {rid: list(o.token_ids) for rid, o in outs.items()}, "log": [list(x) for x in router.log],
             "prefills": dict(router.prefills), "dead": sorted(router.dead),
-            "after": [getattr(w, "after", 0) for w in wrapped],
+            "after": [getattr(w, "after", 0) for w in wrapped], "refused": [getattr(w, "refused", 0) for w in wrapped],
             "used": [w.llm.block_manager.num_used_blocks for i, w in enumerate(inner) if i not in router.dead]}
 
 
@@ -102,6 +102,24 @@ def test_hidden_a_worker_too_small_is_passed_over(tol):
     # 2: 3 blocks <= 6, loads 1,1 -> w0 (takes 1, 5 free); 3: 6 blocks > 5 -> w1; 4: 7 blocks > 5 ->
     # w1 although the loads tie at 2,2; 5: 4 blocks <= 5, loads 2,3 -> w0
     assert where == {0: 0, 1: 1, 2: 0, 3: 1, 4: 1, 5: 0}, f"placements {where}"
+
+
+@pytest.mark.points(2)
+def test_hidden_a_full_pool_stops_the_round_and_the_queue_waits(tol):
+    """Two workers of 10 blocks of 4 (max_model_len 40); each request needs ceil((prompt + 8) / 4)
+    free blocks (4, 9, 3, 6, 5, 7 here), so after the first three or four placements no worker can
+    take the next one: the round must stop there (not ask again, not skip ahead), decode, and place
+    the rest in later rounds as blocks come free, in submission order, each prefilled once."""
+    prompts = random_prompts(53, [6, 25, 3, 14, 9, 20])
+    tight = {**DECODE_ENGINE, "num_kv_blocks": 10, "max_model_len": 40}
+    patient = dict(patience=2000)  # far more than a correct run asks (about 3 a round)
+    result = route(model_dir(), prompts, [patient, patient], engines=[tight, tight], batch=6)
+    check(result, prompts, tol, "a full pool")
+    assert sum(result["refused"]) > 0, ("no worker ever answered can_reserve with False, although both were "
+                                       f"full: placements {result['log']}")
+    order = [rid for rid, _ in result["log"]]
+    assert order == list(range(len(prompts))), f"placement order {order}: the queue must wait, in submission order"
+    assert result["prefills"] == {r: 1 for r in range(len(prompts))}, f"prefills per request: {result['prefills']}"
 
 
 @pytest.mark.points(1)
