@@ -17,6 +17,7 @@ from typing import Any
 from autograder.judge.codec import JudgeCodec
 from autograder.judge.replies import WorkerDied, remote_exception, write_back
 from autograder.judge.worker_process import WorkerProcess
+from autograder.protocol import requests
 from autograder.protocol.arena import Arena
 from autograder.protocol.messages import CALL_REQUESTS, Op
 from autograder.protocol.wire import PeerGone, ProtocolError, expect, recv_frame, send_frame
@@ -102,6 +103,7 @@ class WorkerClient(WorkerProcess):
         self._ensure()
         if op is Op.SHIPPED:  # (path, module, qualname, args, kwargs): the worker cannot read the path itself
             args = (*args, self._source_once(args[0]))
+        requests.parse(op, args)  # a request built wrong fails here, in the grader, before anything is sent
         picked = self.picker.before(op, args) if self.picker is not None and self.depth == 0 else None
         value = self._exchange((op.value, self._take_releases(), self._rng_to_send(), *args))
         if picked is not None:

@@ -39,7 +39,8 @@ class RecordKind(str, Enum):
 
 class Op(str, Enum):
     """Requests on the judge -> worker socket (the worker answers each with REPLY or RAISED, and may
-    first ask CALLBACK questions the judge answers the same way)."""
+    first ask CALLBACK questions the judge answers the same way). Each request's fields are typed in
+    autograder/protocol/requests.py, which both ends parse them with."""
 
     HELLO = "hello"             # -> worker pid and generation
     BEGIN_TEST = "begin"        # nodeid, forbidden names, accounting rules, required kernels, seed
@@ -52,7 +53,6 @@ class Op(str, Enum):
     SPECIAL = "special"         # target, dunder name, args: len, getitem, iter, bool, repr, ...
     SHIPPED = "shipped"         # module file, module name, qualname, args, kwargs: test-side code
     MEASURE = "measure"         # target, phase ("warmup" | "calibrate" | "timed" | "outputs" | "replayed" | "audit"), options
-    RELEASE = "release"         # [(rid, receipts)]: refs the judge no longer holds
     REPLY = "reply"
     RAISED = "raised"
     CALLBACK = "callback"       # worker -> judge: call a judge function handed to the worker

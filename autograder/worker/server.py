@@ -19,10 +19,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from autograder.protocol import requests
 from autograder.protocol.arena import Arena
 from autograder.protocol.messages import CALL_REQUESTS, ENV_ROLE, ROLE_WORKER, Op
 from autograder.protocol.rules import AccountingRules
-from autograder.protocol.wire import ProtocolError, expect, recv_frame, send_frame
+from autograder.protocol.wire import ProtocolError, recv_frame, send_frame
 from autograder.worker import accounting, forbid, guard, ranks, toggles, trust
 from autograder.worker.blame import describe
 from autograder.worker.refs import ObjectTable, WorkerCodec
@@ -128,41 +129,39 @@ class Worker:
     def _dispatch(self, op: Op, args: list) -> Any:
         self.depth += 1
         try:
-            return self._run(op, args)
+            return self._run(requests.parse(op, args))
         finally:
             self.depth -= 1
 
-    def _run(self, op: Op, args: list) -> Any:
-        if op is Op.HELLO:
-            return (os.getpid(), self.generation)
-        if op is Op.BEGIN_TEST:
-            return self._begin(*args)
-        if op is Op.END_TEST:
-            session, self.session = self.session, None
-            return session.end() if session is not None else None
-        if op is Op.GETATTR:
-            target, name = args
-            value = getattr(target, expect(name, str, "attribute"))
-            if isinstance(target, type(sys)):
-                self.codec.path = f"{target.__name__}.{name}"
-            return value
-        if op is Op.SETATTR:
-            return setattr(args[0], expect(args[1], str, "attribute"), args[2])
-        if op is Op.DELATTR:
-            return delattr(args[0], expect(args[1], str, "attribute"))
-        if op is Op.CALL:
-            target, call_args, kwargs = args
-            return target(*call_args, **kwargs)
-        if op is Op.CALL_METHOD:
-            target, name, call_args, kwargs = args
-            return getattr(target, expect(name, str, "method"))(*call_args, **kwargs)
-        if op is Op.SPECIAL:
-            return self._special(*args)
-        if op is Op.SHIPPED:
-            return self._shipped(*args)
-        if op is Op.MEASURE:
-            return self._measure(*args)
-        raise ProtocolError(f"unknown request {op}")
+    def _run(self, request: requests.Request) -> Any:
+        match request:
+            case requests.Hello():
+                return (os.getpid(), self.generation)
+            case requests.BeginTest(nodeid, forbidden, rules, required):
+                return self._begin(nodeid, forbidden, rules, required)
+            case requests.EndTest():
+                session, self.session = self.session, None
+                return session.end() if session is not None else None
+            case requests.GetAttr(target, name):
+                value = getattr(target, name)
+                if isinstance(target, type(sys)):
+                    self.codec.path = f"{target.__name__}.{name}"
+                return value
+            case requests.SetAttr(target, name, value):
+                return setattr(target, name, value)
+            case requests.DelAttr(target, name):
+                return delattr(target, name)
+            case requests.Call(target, call_args, kwargs):
+                return target(*call_args, **kwargs)
+            case requests.CallMethod(target, name, call_args, kwargs):
+                return getattr(target, name)(*call_args, **kwargs)
+            case requests.Special(target, name, args):
+                return self._special(target, name, args)
+            case requests.Shipped():
+                return self._shipped(*request.fields())
+            case requests.Measure(target, phase, options):
+                return self._measure(target, phase, options)
+        raise ProtocolError(f"unknown request {request.op}")
 
     def _begin(self, nodeid: str, forbidden: list, rules: dict, required: list) -> None:
         if self.session is not None:
