@@ -48,7 +48,8 @@ def quantize_per_tensor(x: Tensor, fmt: FloatFormat = FP8_E4M3) -> ScaledTensor:
 def quantize_per_block(x: Tensor, block_size: int, fmt: FloatFormat = FP8_E4M3) -> ScaledTensor:
     """One scale per `block_size` consecutive elements of the last dim.
 
-    x: (..., n) with n divisible by block_size (else ValueError). For block j of a row,
+    x: (..., n) with n divisible by block_size >= 1 (else ValueError, also for a 0-dim x or a
+    block_size below 1, never a ZeroDivisionError or IndexError). For block j of a row,
     amax_j = max |x[..., j*block_size:(j+1)*block_size]|, scale[..., j] = amax_j / fmt.max_finite
     in float32 (1.0 for an all-zero block), and those elements are stored as
     to_bits(x_elem / scale[..., j], fmt). ValueError as in quantize_per_tensor.

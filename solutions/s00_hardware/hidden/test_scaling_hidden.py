@@ -81,6 +81,11 @@ def test_quantize_rejects_bad_inputs():
     assert quantize_per_block(torch.ones(2, 8), 4).scale.shape == (2, 2)
     with pytest.raises(ValueError):
         quantize_per_block(torch.ones(2, 10), 4)  # 10 is not a multiple of 4
+    for block_size in (0, -4):  # not a block size: ValueError, not a division by zero or a bad reshape
+        with pytest.raises(ValueError):
+            quantize_per_block(torch.ones(2, 8), block_size)
+    with pytest.raises(ValueError):
+        quantize_per_block(torch.tensor(1.0), 1)  # a 0-dim tensor has no last dim to cut into blocks
     with pytest.raises(ValueError):
         quantize_per_tensor(torch.tensor([1.0, float("inf")]))
 
