@@ -94,8 +94,9 @@ class Job:
 def run_files(job: Job, name: str, test_files: list[str], *, batch: bool) -> tuple[dict[str, list[TestResult]], list[str]]:
     """One sandboxed pytest over `test_files`; results per file, and notes.
 
-    A batch run has a stall watchdog (no new record for a test's timeout plus a margin) and a wall
-    limit of all its files' limits together; an isolated run has the per-file wall limit only.
+    A batch run has a stall watchdog (no new record for a test's longest wall time plus a margin)
+    and a wall limit of all its files' limits together; an isolated run has the per-file wall limit
+    only. Both allow for a busy host: MAX_STRETCH times the limits.
     """
     spec = job.spec
     workdir = stage(root=job.root, name=name, master_dir=job.master_dir, spec=spec, package_files=job.package,
@@ -115,7 +116,10 @@ def run_files(job: Job, name: str, test_files: list[str], *, batch: bool) -> tup
     # collecting, and must not rewrite a test before the judge imports it.
     read_only = tuple(p for p in workdir.iterdir() if p.name not in (*spec.packages, "home", "tmp", JUDGE_DIR))
     ranks = max((t.world_size for t in job.expected if t.file in test_files and t.world_size > 1), default=0)
-    request = job.request(argv, workdir, spec.limits.file_timeout_s * len(test_files),
+    # Each test's limit counts its own time and may stretch up to MAX_STRETCH on the wall clock of a
+    # busy host (judge/own_time.py); the files' wall limit stretches with them, or a loaded host
+    # would kill a batch whose every test is within its limit.
+    request = job.request(argv, workdir, spec.limits.file_timeout_s * len(test_files) * MAX_STRETCH,
                           secret=key, secret_flag=OPT_KEY_FD,  # the backend says where the judge reads it
                           read_only=read_only,
                           progress_file=results_file if batch else None,
