@@ -93,3 +93,13 @@ def test_summary_of_an_empty_run_is_an_error_and_unsorted_traces_are_sorted():
     res = simulate([(0.01, 2, 1), (0.0, 2, 1)], config("chunked"))
     assert [r.arrival_s for r in res.requests] == [0.0, 0.01]
     assert all(math.isfinite(r.ttft_s) and r.ttft_s > 0 for r in res.requests)
+    empty = simulate([], config("chunked"))  # an empty trace: nothing to replay, no error
+    assert tuple(empty.requests) == () and tuple(empty.steps) == ()
+
+
+@pytest.mark.points(1)
+def test_a_trace_of_300_requests_is_replayed_whole():
+    """More requests than Python interns small ints for: the loop compares counts, not identities."""
+    trace = [(0.0005 * i, 1 + i % 3, 1 + i % 2) for i in range(300)]
+    res = simulate(trace, config("chunked", num_blocks=64))
+    assert len(res.requests) == 300 and [r.output_len for r in res.requests] == [t[2] for t in trace]
