@@ -4,15 +4,14 @@ is at import time, so the tests that only need `mean` show the rest of the file 
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import shutil
 import socket
 import textwrap
 from pathlib import Path
 
 import pytest
+from confinement_probe import assert_forked_and_confined, findings, probe_body
 
 import autograder.host.grade as grade_module
 from autograder.host.grade import grade_assignment
@@ -155,37 +154,12 @@ def test_segfault_fails_only_the_crashing_calls_with_the_signal_named(demo_cours
 
 
 RESTART_PROBE = """
-import json, os, socket
+import os as _os
 
 def add(a, b):
-    parent = open(f"/proc/{os.getppid()}/cmdline", "rb").read().replace(b"\\0", b" ").decode()
-    if "autograder.worker.zygote" not in parent:
-        os._exit(3)  # the first worker, a fresh interpreter: end it so that the judge starts another
-    found = {"caps": [], "ctl_sockets": 0, "parent_readable": [], "tests_visible": []}
-    for line in open("/proc/self/status").read().splitlines():
-        if line.startswith(("CapEff", "CapPrm", "CapAmb")) and int(line.split()[1], 16):
-            found["caps"].append(line)
-    for fd in map(int, os.listdir("/proc/self/fd")):
-        try:
-            s = socket.socket(fileno=os.dup(fd))
-        except OSError:
-            continue
-        found["ctl_sockets"] += s.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_SEQPACKET
-        s.close()
-    for name in ("mem", "environ", "maps"):
-        try:
-            open(f"/proc/{os.getppid()}/{name}", "rb").read(1)
-            found["parent_readable"].append(name)
-        except OSError:
-            pass
-    for folder in ("tests", "hidden", ".judge"):
-        try:
-            if os.listdir(folder):
-                found["tests_visible"].append(folder)
-        except OSError:
-            pass
-    raise RuntimeError("PROBE" + json.dumps(found) + "END")
-"""
+    if b"autograder.worker.zygote" not in open(f"/proc/{_os.getppid()}/cmdline", "rb").read():
+        _os._exit(3)  # the first worker, a fresh interpreter: end it so that the judge starts another
+""" + probe_body()
 
 
 @needs_bwrap
@@ -197,11 +171,10 @@ def test_a_test_worker_restarted_after_a_crash_is_a_fork_as_confined_as_a_fresh_
     result, by_name = _grade(demo_course, sub, "bwrap")
     _assert_add_tests_earn_nothing(by_name)
     text = "".join(t.output + t.reason for t in result.tests)
-    probes = [json.loads(m) for m in re.findall(r"PROBE(\{.*?\})END", text)]
+    probes = findings(text)
     assert probes, f"no restarted worker was a fork of the zygote (every call ended its worker): {text[-2000:]}"
     for found in probes:
-        assert found["caps"] == [] and found["ctl_sockets"] == 0, found
-        assert found["parent_readable"] == [] and found["tests_visible"] == [], found
+        assert_forked_and_confined(found)
 
 
 @needs_bwrap

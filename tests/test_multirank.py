@@ -8,12 +8,12 @@ the ranks by passing it around a ring with point-to-point calls."""
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from pathlib import Path
 
 import pytest
+from confinement_probe import assert_forked_and_confined, findings, probe_body
 from conftest import add_assignment
 from test_adversarial import needs_docker
 
@@ -241,36 +241,6 @@ def _cmdline(proc: Path) -> str:
         return ""
 
 
-FORKED_RANK_PROBE = """\
-    import json
-    import socket
-    found = {"caps": [], "ctl_sockets": 0, "parent_readable": [], "tests_visible": []}
-    for line in open("/proc/self/status").read().splitlines():
-        if line.startswith(("CapEff", "CapPrm", "CapAmb")) and int(line.split()[1], 16):
-            found["caps"].append(line)
-    for fd in map(int, os.listdir("/proc/self/fd")):
-        try:
-            s = socket.socket(fileno=os.dup(fd))
-        except OSError:
-            continue
-        found["ctl_sockets"] += s.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_SEQPACKET
-        s.close()
-    parent = os.getppid()
-    found["parent"] = open(f"/proc/{parent}/cmdline", "rb").read().replace(b"\\0", b" ").decode()
-    for name in ("mem", "environ", "maps"):
-        try:
-            open(f"/proc/{parent}/{name}", "rb").read(1)
-            found["parent_readable"].append(name)
-        except OSError:
-            pass
-    for folder in ("tests", ".judge"):
-        try:
-            if os.listdir(folder):
-                found["tests_visible"].append(folder)
-        except OSError:
-            pass
-    raise RuntimeError("PROBE" + json.dumps(found) + "END")
-"""
 
 
 def test_a_rank_forked_by_the_fork_server_is_as_confined_as_a_fresh_worker(ring_of_two, tmp_path):
@@ -278,14 +248,12 @@ def test_a_rank_forked_by_the_fork_server_is_as_confined_as_a_fresh_worker(ring_
     leave nothing a fresh interpreter would not have: no capability of the namespaces that cover
     the tests, no descriptor of the zygote's control socket, the test folders covered, and the
     zygote itself (its memory, environment, maps) closed to the rank."""
-    r = _grade(ring_of_two, FORKED_RANK_PROBE, tmp_path)
+    r = _grade(ring_of_two, probe_body(), tmp_path)
     text = r["test_ring_of_two"].output + r["test_ring_of_two"].reason
-    probes = [json.loads(m) for m in re.findall(r"PROBE(\{.*?\})END", text)]
+    probes = findings(text)
     assert len(probes) >= 1, text
     for found in probes:
-        assert "autograder.worker.zygote" in found["parent"], found  # the fork server's child, not a fresh interpreter
-        assert found["caps"] == [] and found["ctl_sockets"] == 0, found
-        assert found["parent_readable"] == [] and found["tests_visible"] == [], found
+        assert_forked_and_confined(found)  # the fork server's child, not a fresh interpreter
 
 
 def test_calling_the_library_all_reduce_is_forbidden_on_every_rank(ring_course, tmp_path):
