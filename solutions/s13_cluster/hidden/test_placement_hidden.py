@@ -128,3 +128,24 @@ def test_best_fit_compares_the_nodes_free_gpus_before_the_islands():
     held = {1: [[["a", 0], ["a", 1]]], 2: [[["b", 0]]]}
     [pods] = place_sequence(nodes, held, [dict(job_id=3, arrival=0.0, duration=1.0, pods=1, gpus_per_pod=2)])
     assert pods == [[["b", 1, None, None], ["b", 2, None, None]]]
+
+
+@in_worker
+def bind_outcome(nodes: list[dict], pods: list) -> list:
+    """Bind `pods` as job 7 on an empty cluster: [the error's type name or None, the jobs bound after]."""
+    cluster = Cluster(ClusterSpec(tuple(NodeSpec(**n) for n in nodes)))
+    try:
+        cluster.bind(7, tuple(tuple(tuple(s) for s in pod) for pod in pods))
+    except Exception as e:  # noqa: BLE001  the type is the answer
+        return [type(e).__name__, sorted(cluster.allocations)]
+    return [None, sorted(cluster.allocations)]
+
+
+@pytest.mark.points(1)
+@pytest.mark.parametrize("slot", [["n0", -1], ["n0", 4], ["n0", 9], ["n9", 0]],
+                         ids=["gpu -1", "gpu = num_gpus", "gpu past num_gpus", "unknown node"])
+def test_bind_refuses_a_gpu_the_node_does_not_have_with_a_value_error(slot):
+    """Every GPU index outside 0 .. num_gpus - 1 and every unknown node: ValueError, nothing bound
+    (not an IndexError or KeyError from inside, and not accepted)."""
+    err, jobs = bind_outcome(FOUR_NODES_TWO_RACKS, [[["n1", 0]], [slot]])
+    assert err == "ValueError" and jobs == [], f"bind of a pod on {slot}: raised {err}, jobs bound after: {jobs}"

@@ -90,3 +90,26 @@ def test_a_victim_restarts_in_the_same_pass_when_its_turn_has_not_come():
     records, summary, _ = sim(nodes_of(4, 4), trace, "priority", {"A": 3})
     assert starts_ends(records) == {0: (3, 6), 1: (5, 10), 2: (3, 5)}
     assert summary["preemptions"] == 2
+
+
+@pytest.mark.points(2)
+def test_a_job_started_in_this_pass_is_skipped_not_the_end_of_the_victims():
+    # One node of 4; quotas A: 2, B: 2. J0 (B, 1x2) at 0. t=1: J1 (B, 1x2) is taken first (lower id)
+    # and starts on the 2 free GPUs: B uses 4 > 2, borrowing. J2 (A, 1x2) finds nothing free; A is
+    # within quota (0 + 2 <= 2). Victims in order (priority, latest start, highest id): J1 started in
+    # this very pass, so it is skipped, and the scan goes on to J0 (B borrowing: eligible), whose 2
+    # GPUs let J2 start: J2 1-4, J0 back at 4-14.
+    trace = [job(0, 0, 10, 1, 2, queue="B"), job(1, 1, 10, 1, 2, queue="B"), job(2, 1, 3, 1, 2, queue="A")]
+    records, summary, _ = sim(nodes_of(4), trace, "priority", {"A": 2, "B": 2})
+    assert starts_ends(records) == {0: (4, 14), 1: (1, 11), 2: (1, 4)}
+    assert summary["preemptions"] == 1
+
+
+@pytest.mark.points(1)
+def test_a_queue_without_a_quota_never_reclaims():
+    # One node of 2; quota B: 1 (C unlisted: 0). J0, J1 (B, 1x1) at 0: B borrows one GPU. J2 (C, 1x1)
+    # at 1: 0 + 1 > 0, so C is not within its quota and may not preempt: it waits for J0 at 10.
+    trace = [job(0, 0, 10, 1, 1, queue="B"), job(1, 0, 12, 1, 1, queue="B"), job(2, 1, 3, 1, 1, queue="C")]
+    records, summary, _ = sim(nodes_of(2), trace, "priority", {"B": 1})
+    assert starts_ends(records) == {0: (0, 10), 1: (0, 12), 2: (10, 13)}
+    assert summary["preemptions"] == 0
