@@ -142,3 +142,16 @@ def test_reasons_follow_their_function_when_tasks_are_renumbered():
     new = [task_record.TaskEntry("s00.1", "p/x.py", "added", {"tests/t.py": 1}),
            task_record.TaskEntry("s00.2", "p/x.py", "gpu_only", {})]
     assert [t.reason for t in task_record.keep_reasons(old, new)] == ["", "needs a GPU"]
+
+
+def test_the_quick_course_check_names_a_stale_task_record_and_a_stale_lock(monkeypatch):
+    """`autograder check --quick` reads both records' fingerprints: a package change (here: the
+    fingerprints of today's files made to differ) is named with the command that re-measures it."""
+    from autograder.authoring import invariants, variant_record
+
+    assert invariants.check_records(COURSE, "s00_hardware") == []
+    monkeypatch.setattr(task_record, "fingerprint", lambda course, aid: "changed")
+    monkeypatch.setattr(variant_record, "fingerprint", lambda course, aid: "changed")
+    found = invariants.check_records(COURSE, "s00_hardware")
+    assert any("make tasks A=s00_hardware" in f for f in found), found
+    assert any("mutants.lock" in f and "make variants A=s00_hardware" in f for f in found), found

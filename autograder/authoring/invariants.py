@@ -79,6 +79,27 @@ def check_mutants(course: Course, aid: str) -> list[str]:
     return []
 
 
+def check_records(course: Course, aid: str) -> list[str]:
+    """The measured records are current: tasks.toml (which public tests reach each task) and the
+    broken variants' lock. Both fingerprint the files they were measured on, so a changed docstring
+    or test shows here before `make test` finds it."""
+    from autograder.authoring import task_record
+    from autograder.authoring.mutants import load_mutants
+    from autograder.authoring.variant_record import stale_reason
+    from autograder.errors import GraderError
+
+    if course.solution_dir(aid) is None:
+        return []
+    found = task_record.check(course, aid)
+    try:
+        names = [m.name for m in load_mutants(course.solution_dir(aid)) if not m.gpu]
+    except GraderError:
+        return found  # check_mutants names it
+    if names and (why := stale_reason(course, aid, names)):
+        found.append(f"{aid}: mutants.lock: {why}; run `make variants A={aid}`")
+    return found
+
+
 def check_schedule(course: Course) -> list[str]:
     """The schedule is valid and releases no given file before the exercise it answers is due."""
     from autograder.authoring.schedule import load_schedule
@@ -154,7 +175,8 @@ def check_notebook(course: Course, nid: str, sandbox: str, hardware: str | None 
 def check_all(*, course: Course, ids: list[str] | None, grade: bool, sandbox: str, say: Say) -> list[str]:
     failures: list[str] = []
     for aid in ids or course.ids():
-        found = check_sync(course, aid) + check_given(course, aid) + check_mutants(course, aid)
+        found = (check_sync(course, aid) + check_given(course, aid) + check_mutants(course, aid)
+                 + check_records(course, aid))
         if grade:
             found += check_reference(course, aid, sandbox) + check_stub(course, aid, sandbox)
         say(f"{aid}: " + ("[green]ok[/]" if not found else "[red]" + "; ".join(found) + "[/]"))
