@@ -7,7 +7,7 @@ import torch
 from conftest import (close, dpo_run, grpo_run, policy_batch, ppo_policy_run, simpo_run, trl_batch_logps,
                       trl_dpo_loss, trl_group_advantages, trl_grpo_loss, trl_simpo_loss)
 
-from posttrain import GRPOConfig, completion_logprobs, group_advantages
+from posttrain import GRPOConfig, completion_logprobs, group_advantages, masked_mean
 
 
 @pytest.mark.points(2)
@@ -143,3 +143,11 @@ def test_simpo_margin_and_beta_match_trl(tol):
         want, wc, wr = trl_simpo_loss(chosen, rejected, beta, gamma)
         close(got, want, tol("loss vs TRL"), f"simpo_loss, beta {beta}, gamma {gamma}")
         close(torch.stack([gc, gr]), torch.stack([wc, wr]), tol("gradient vs TRL"), f"simpo gradient, beta {beta}, gamma {gamma}")
+
+
+@pytest.mark.points(1)
+def test_masked_mean_over_a_single_token_is_that_token():
+    """One token under the mask: the mean divides by 1 (the count of tokens where mask is 1)."""
+    x = torch.tensor([[3.0, 5.0], [7.0, 11.0]])
+    got = float(masked_mean(x, torch.tensor([[0.0, 1.0], [0.0, 0.0]])))
+    assert got == 5.0, f"masked_mean of [[3, 5], [7, 11]] with only the 5 unmasked: {got}, expected 5.0"
